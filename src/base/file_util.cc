@@ -1,0 +1,187 @@
+#include "base/file_util.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+
+namespace migd {
+namespace {
+
+std::string DirName(const std::string& path) {
+  size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+std::string BaseName(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+Status WriteAll(int fd, std::string_view data, const std::string& what) {
+  while (!data.empty()) {
+    ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoToStatus(errno, "writing " + what);
+    }
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return OkStatus();
+}
+
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  int get() const { return fd_; }
+  int Release() {
+    int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
+
+ private:
+  int fd_;
+};
+
+}  // namespace
+
+Status ErrnoToStatus(int err, std::string_view what) {
+  std::string msg(what);
+  msg += ": ";
+  msg += std::strerror(err);
+  switch (err) {
+    case ENOENT:
+      return NotFoundError(msg);
+    case EACCES:
+    case EPERM:
+    case EROFS:
+      return PermissionDeniedError(msg);
+    case ELOOP:
+    case ENOTDIR:
+    case EISDIR:
+      return FailedPreconditionError(msg);
+    case EEXIST:
+      return AlreadyExistsError(msg);
+    case ENOSPC:
+    case EDQUOT:
+    case EMFILE:
+    case ENFILE:
+      return ResourceExhaustedError(msg);
+    case EINTR:
+    case EAGAIN:
+    case EIO:
+      return UnavailableError(msg);
+    default:
+      return InternalError(msg);
+  }
+}
+
+Status SyncDirectory(const std::string& dir) {
+  Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (fd.get() < 0) return ErrnoToStatus(errno, "opening directory " + dir);
+  if (::fsync(fd.get()) != 0) return ErrnoToStatus(errno, "fsync of directory " + dir);
+  return OkStatus();
+}
+
+Status AtomicWriteFile(const std::string& path, std::string_view data,
+                       const AtomicWriteOptions& options) {
+  if (path.empty() || path.back() == '/') {
+    return InvalidArgumentError("atomic write: bad file path '" + path + "'");
+  }
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0) {
+    if (S_ISLNK(st.st_mode)) {
+      return FailedPreconditionError(path + " is a symbolic link; refusing to write through it");
+    }
+    if (!S_ISREG(st.st_mode)) {
+      return FailedPreconditionError(path + " exists and is not a regular file");
+    }
+  } else if (errno != ENOENT) {
+    return ErrnoToStatus(errno, "lstat " + path);
+  }
+
+  static std::atomic<uint64_t> counter{0};
+  const std::string dir = DirName(path);
+  const std::string tmp = dir + "/." + BaseName(path) + "." + std::to_string(::getpid()) + "." +
+                          std::to_string(counter.fetch_add(1)) + options.temp_suffix;
+  Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (fd.get() < 0) return ErrnoToStatus(errno, "creating " + tmp);
+
+  Status s = WriteAll(fd.get(), data, tmp);
+  if (s.ok() && ::fchmod(fd.get(), options.mode) != 0) s = ErrnoToStatus(errno, "chmod " + tmp);
+  if (s.ok() && options.sync && ::fsync(fd.get()) != 0) s = ErrnoToStatus(errno, "fsync " + tmp);
+  if (s.ok() && ::close(fd.Release()) != 0) s = ErrnoToStatus(errno, "close " + tmp);
+  if (s.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
+    s = ErrnoToStatus(errno, "rename " + tmp + " to " + path);
+  }
+  if (!s.ok()) {
+    ::unlink(tmp.c_str());
+    return s;
+  }
+  if (options.sync) return SyncDirectory(dir);
+  return OkStatus();
+}
+
+StatusOr<std::string> ReadFileToString(const std::string& path, size_t max_bytes) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
+  if (fd.get() < 0) {
+    if (errno == ELOOP) {
+      return FailedPreconditionError(path + " is a symbolic link; refusing to follow it");
+    }
+    return ErrnoToStatus(errno, "opening " + path);
+  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return ErrnoToStatus(errno, "stat " + path);
+  if (!S_ISREG(st.st_mode)) return FailedPreconditionError(path + " is not a regular file");
+  std::string out;
+  char buf[16384];
+  while (true) {
+    ssize_t n = ::read(fd.get(), buf, sizeof(buf));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoToStatus(errno, "reading " + path);
+    }
+    if (n == 0) break;
+    if (out.size() + static_cast<size_t>(n) > max_bytes) {
+      return OutOfRangeError(path + " is larger than " + std::to_string(max_bytes) + " bytes");
+    }
+    out.append(buf, static_cast<size_t>(n));
+  }
+  return out;
+}
+
+Status RemoveFile(const std::string& path) {
+  if (::unlink(path.c_str()) != 0) return ErrnoToStatus(errno, "removing " + path);
+  return OkStatus();
+}
+
+Status MakeDirectories(const std::string& dir, mode_t mode) {
+  if (dir.empty()) return InvalidArgumentError("empty directory path");
+  std::string partial;
+  size_t pos = 0;
+  while (pos != std::string::npos) {
+    pos = dir.find('/', pos + 1);
+    partial = dir.substr(0, pos);
+    if (partial.empty()) continue;
+    if (::mkdir(partial.c_str(), mode) != 0 && errno != EEXIST) {
+      return ErrnoToStatus(errno, "creating directory " + partial);
+    }
+  }
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) return ErrnoToStatus(errno, "stat " + dir);
+  if (!S_ISDIR(st.st_mode)) return FailedPreconditionError(dir + " is not a directory");
+  return OkStatus();
+}
+
+}  // namespace migd

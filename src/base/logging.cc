@@ -1,0 +1,49 @@
+#include "base/logging.h"
+
+#include <spdlog/fmt/ostr.h>
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+
+namespace migd {
+
+Status InitLogging(const LogOptions& options) {
+  spdlog::level::level_enum level = spdlog::level::from_str(options.level);
+  // from_str maps unknown names to "off"; only accept "off" when asked for.
+  if (level == spdlog::level::off && options.level != "off") {
+    return InvalidArgumentError("unknown log level '" + options.level +
+                                "' (want trace, debug, info, warn, error, critical or off)");
+  }
+  std::shared_ptr<spdlog::logger> logger =
+      options.to_stderr ? spdlog::stderr_logger_mt("migd") : spdlog::stdout_logger_mt("migd");
+  logger->set_pattern("%Y-%m-%dT%H:%M:%S.%eZ %l %v", spdlog::pattern_time_type::utc);
+  logger->set_level(level);
+  spdlog::set_default_logger(logger);
+  return OkStatus();
+}
+
+void Fields::AddRaw(std::string_view key, const std::string& value) {
+  text_ += ' ';
+  text_ += key;
+  text_ += '=';
+  const bool quote = value.empty() || value.find_first_of(" \t\n\"=\\") != std::string::npos;
+  if (!quote) {
+    text_ += value;
+    return;
+  }
+  text_ += '"';
+  for (char c : value) {
+    if (c == '"' || c == '\\') {
+      text_ += '\\';
+      text_ += c;
+    } else if (c == '\n') {
+      text_ += "\\n";
+    } else {
+      text_ += c;
+    }
+  }
+  text_ += '"';
+}
+
+std::ostream& operator<<(std::ostream& os, const Fields& f) { return os << f.str(); }
+
+}  // namespace migd

@@ -1,0 +1,66 @@
+// File: base/logging.h
+//
+// One process-wide spdlog logger, configured once in main(). Every message is
+// a short human sentence followed by stable key=value fields:
+//   2026-11-29T07:32:10.123Z info instance created gpu=GPU-… gi=3 ci=0 mig=MIG-…
+//
+// Example:
+//   migd::InitLogging({.level = "info"});
+//   spdlog::info("instance created {}", migd::Fields().Add("gpu", uuid).Add("gi", 3));
+//
+// Thread-safety: InitLogging must be called before other threads log; Fields
+// is a value type.
+#ifndef MIGD_BASE_LOGGING_H_
+#define MIGD_BASE_LOGGING_H_
+
+#include <sstream>
+#include <string>
+#include <string_view>
+
+#include <fmt/format.h>
+
+#include "base/status.h"
+
+namespace migd {
+
+struct LogOptions {
+  // trace, debug, info, warn, error, critical, off.
+  std::string level = "info";
+  // Log to stderr (true) or stdout.
+  bool to_stderr = true;
+};
+
+// Configures the default spdlog logger. kInvalidArgument for an unknown level.
+Status InitLogging(const LogOptions& options);
+
+// Builds " key=value key2=value2"; values with spaces, quotes or '=' are
+// double-quoted with escapes, so the line stays machine-parseable.
+class Fields {
+ public:
+  template <typename T>
+  Fields& Add(std::string_view key, const T& value) {
+    std::ostringstream os;
+    os << value;
+    AddRaw(key, os.str());
+    return *this;
+  }
+  const std::string& str() const { return text_; }
+
+ private:
+  void AddRaw(std::string_view key, const std::string& value);
+  std::string text_;
+};
+
+std::ostream& operator<<(std::ostream& os, const Fields& f);
+
+}  // namespace migd
+
+template <>
+struct fmt::formatter<migd::Fields> : fmt::formatter<std::string_view> {
+  template <typename Ctx>
+  auto format(const migd::Fields& f, Ctx& ctx) const {
+    return fmt::formatter<std::string_view>::format(f.str(), ctx);
+  }
+};
+
+#endif  // MIGD_BASE_LOGGING_H_

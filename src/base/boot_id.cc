@@ -1,6 +1,7 @@
 #include "base/boot_id.h"
 
 #include <cctype>
+#include <utility>
 
 #include "base/file_util.h"
 #include "base/status_macros.h"
@@ -9,7 +10,13 @@ namespace migd {
 
 StatusOr<std::string> ReadBootId(std::string_view proc_root) {
   const std::string path = std::string(proc_root) + "/sys/kernel/random/boot_id";
-  MIGD_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path, 4096));
+  StatusOr<std::string> read = ReadFileToString(path, 4096);
+  // A boot_id file too large to be a UUID is corrupt content, not a read error.
+  if (read.status().code() == StatusCode::kOutOfRange) {
+    return DataLossError(path +
+                         " does not hold a boot UUID: " + std::string(read.status().message()));
+  }
+  MIGD_ASSIGN_OR_RETURN(std::string text, std::move(read));
   while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
   // 8-4-4-4-12 hex digits.
   bool ok = text.size() == 36;

@@ -49,7 +49,9 @@ void FakeClock::SetWall(TimePoint t) {
 }
 
 int64_t ToUnixSeconds(Clock::TimePoint t) {
-  return std::chrono::duration_cast<std::chrono::seconds>(t.time_since_epoch()).count();
+  // floor, not duration_cast: the latter truncates towards zero, which puts
+  // instants just before the epoch one second late.
+  return std::chrono::floor<std::chrono::seconds>(t.time_since_epoch()).count();
 }
 
 std::string FormatRfc3339(Clock::TimePoint t) {

@@ -1,1 +1,307 @@
+#include "base/file_util.h"
+
+#include <fcntl.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "testing/status_matchers.h"
+#include "testing/temp_dir.h"
+
+namespace migd {
+namespace {
+
+namespace fs = std::filesystem;
+using ::migd::testing::IsOk;
+using ::migd::testing::StatusIs;
+using ::migd::testing::TempDir;
+using ::migd::testing::WriteFileOrDie;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::UnorderedElementsAre;
+
+// Names in `dir`, dot files included (a leftover temp file starts with '.').
+std::vector<std::string> List(const std::string& dir) {
+  std::vector<std::string> names;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir)) {
+    names.push_back(e.path().filename().string());
+  }
+  return names;
+}
+
+std::string ReadOrEmpty(const std::string& path) {
+  StatusOr<std::string> s = ReadFileToString(path);
+  return s.ok() ? *s : std::string();
+}
+
+mode_t ModeOf(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return 0;
+  return st.st_mode & 07777;
+}
+
+TEST(AtomicWriteFileTest, WritesContentAndMode) {
+  TempDir dir;
+  const std::string path = dir.Join("state.json");
+  ASSERT_THAT(AtomicWriteFile(path, "{\"v\":1}\n", {.mode = 0600}), IsOk());
+  EXPECT_EQ(ReadOrEmpty(path), "{\"v\":1}\n");
+  EXPECT_EQ(ModeOf(path), 0600u);
+  EXPECT_THAT(List(dir.path()), ElementsAre("state.json"));
+}
+
+TEST(AtomicWriteFileTest, ModeIgnoresTheUmask) {
+  TempDir dir;
+  const std::string path = dir.Join("spec.json");
+  const mode_t old_umask = ::umask(0077);
+  const Status s = AtomicWriteFile(path, "x", {.mode = 0644});
+  ::umask(old_umask);
+  ASSERT_THAT(s, IsOk());
+  EXPECT_EQ(ModeOf(path), 0644u);
+}
+
+TEST(AtomicWriteFileTest, DefaultModeIs0644) {
+  TempDir dir;
+  const std::string path = dir.Join("f");
+  ASSERT_THAT(AtomicWriteFile(path, ""), IsOk());
+  EXPECT_EQ(ModeOf(path), 0644u);
+  EXPECT_EQ(ReadOrEmpty(path), "");
+}
+
+TEST(AtomicWriteFileTest, ReplacesExistingContentAndMode) {
+  TempDir dir;
+  const std::string path = dir.Join("state.json");
+  ASSERT_THAT(AtomicWriteFile(path, "a much longer first version", {.mode = 0600}), IsOk());
+  ASSERT_THAT(AtomicWriteFile(path, "short", {.mode = 0640}), IsOk());
+  EXPECT_EQ(ReadOrEmpty(path), "short");
+  EXPECT_EQ(ModeOf(path), 0640u);
+  EXPECT_THAT(List(dir.path()), ElementsAre("state.json"));
+}
+
+TEST(AtomicWriteFileTest, WithoutSync) {
+  TempDir dir;
+  const std::string path = dir.Join("counter");
+  ASSERT_THAT(AtomicWriteFile(path, "42", {.sync = false}), IsOk());
+  EXPECT_EQ(ReadOrEmpty(path), "42");
+}
+
+TEST(AtomicWriteFileTest, LargeContent) {
+  TempDir dir;
+  const std::string path = dir.Join("big");
+  std::string data;
+  for (int i = 0; i < 100000; ++i) data += static_cast<char>('a' + i % 26);
+  data += '\0';
+  data += "tail";
+  ASSERT_THAT(AtomicWriteFile(path, data), IsOk());
+  EXPECT_EQ(ReadOrEmpty(path), data);
+}
+
+TEST(AtomicWriteFileTest, RefusesASymlinkAndLeavesItsTargetAlone) {
+  TempDir dir;
+  const std::string target = dir.Join("target");
+  const std::string link = dir.Join("link");
+  WriteFileOrDie(target, "original");
+  ASSERT_EQ(::symlink(target.c_str(), link.c_str()), 0);
+  EXPECT_THAT(AtomicWriteFile(link, "attacker"),
+              StatusIs(StatusCode::kFailedPrecondition, HasSubstr("symbolic link")));
+  EXPECT_EQ(ReadOrEmpty(target), "original");
+  EXPECT_TRUE(fs::is_symlink(link));
+  EXPECT_EQ(fs::read_symlink(link).string(), target);
+  EXPECT_THAT(List(dir.path()), UnorderedElementsAre("target", "link"));
+}
+
+TEST(AtomicWriteFileTest, RefusesADanglingSymlink) {
+  TempDir dir;
+  const std::string link = dir.Join("link");
+  ASSERT_EQ(::symlink(dir.Join("nowhere").c_str(), link.c_str()), 0);
+  EXPECT_THAT(AtomicWriteFile(link, "x"),
+              StatusIs(StatusCode::kFailedPrecondition, HasSubstr(link)));
+  EXPECT_FALSE(fs::exists(dir.Join("nowhere")));
+}
+
+TEST(AtomicWriteFileTest, RefusesADirectory) {
+  TempDir dir;
+  const std::string sub = dir.Join("sub");
+  ASSERT_TRUE(fs::create_directory(sub));
+  EXPECT_THAT(AtomicWriteFile(sub, "x"),
+              StatusIs(StatusCode::kFailedPrecondition, HasSubstr("not a regular file")));
+  EXPECT_TRUE(fs::is_directory(sub));
+  EXPECT_THAT(List(dir.path()), ElementsAre("sub"));
+}
+
+TEST(AtomicWriteFileTest, RefusesAFifo) {
+  TempDir dir;
+  const std::string fifo = dir.Join("fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_THAT(AtomicWriteFile(fifo, "x"), StatusIs(StatusCode::kFailedPrecondition, ::testing::_));
+}
+
+TEST(AtomicWriteFileTest, RejectsBadPaths) {
+  EXPECT_THAT(AtomicWriteFile("", "x"), StatusIs(StatusCode::kInvalidArgument, ::testing::_));
+  TempDir dir;
+  EXPECT_THAT(AtomicWriteFile(dir.path() + "/", "x"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr(dir.path())));
+}
+
+TEST(AtomicWriteFileTest, MissingDirectoryFailsWithoutLeftovers) {
+  TempDir dir;
+  const std::string path = dir.Join("missing/state.json");
+  EXPECT_THAT(AtomicWriteFile(path, "x"), StatusIs(StatusCode::kNotFound, HasSubstr("missing")));
+  EXPECT_THAT(List(dir.path()), IsEmpty());
+}
+
+TEST(AtomicWriteFileTest, ReadOnlyDirectoryFailsWithoutLeftovers) {
+  if (::geteuid() == 0) GTEST_SKIP() << "root ignores directory permissions";
+  TempDir dir;
+  const std::string ro = dir.Join("ro");
+  ASSERT_TRUE(fs::create_directory(ro));
+  WriteFileOrDie(ro + "/state.json", "old");
+  ASSERT_EQ(::chmod(ro.c_str(), 0500), 0);
+  EXPECT_THAT(AtomicWriteFile(ro + "/state.json", "new"),
+              StatusIs(StatusCode::kPermissionDenied, ::testing::_));
+  ::chmod(ro.c_str(), 0700);
+  EXPECT_EQ(ReadOrEmpty(ro + "/state.json"), "old");
+  EXPECT_THAT(List(ro), ElementsAre("state.json"));
+}
+
+// A write that fails half-way (file size limit) must keep the old content and
+// remove the temporary file. Works as root, unlike a permission failure.
+TEST(AtomicWriteFileTest, FailedWriteKeepsOldContentAndRemovesTheTempFile) {
+  TempDir dir;
+  const std::string path = dir.Join("state.json");
+  WriteFileOrDie(path, "old");
+  const std::string big(64 * 1024, 'x');
+
+  struct sigaction ignore {};
+  struct sigaction old_action {};
+  ignore.sa_handler = SIG_IGN;
+  ASSERT_EQ(::sigaction(SIGXFSZ, &ignore, &old_action), 0);
+  struct rlimit old_limit {};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old_limit), 0);
+  struct rlimit small = old_limit;
+  small.rlim_cur = 4096;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+  // Nothing else may write a file until the limit is restored.
+  const Status s = AtomicWriteFile(path, big);
+  ::setrlimit(RLIMIT_FSIZE, &old_limit);
+  ::sigaction(SIGXFSZ, &old_action, nullptr);
+
+  EXPECT_FALSE(s.ok());
+  EXPECT_THAT(s.message(), HasSubstr("writing"));
+  EXPECT_EQ(ReadOrEmpty(path), "old");
+  EXPECT_THAT(List(dir.path()), ElementsAre("state.json"));
+}
+
+TEST(ReadFileToStringTest, ReadsWholeFile) {
+  TempDir dir;
+  const std::string path = dir.Join("f");
+  WriteFileOrDie(path, "line 1\nline 2\n");
+  StatusOr<std::string> s = ReadFileToString(path);
+  ASSERT_THAT(s, IsOk());
+  EXPECT_EQ(*s, "line 1\nline 2\n");
+  WriteFileOrDie(dir.Join("empty"), "");
+  EXPECT_EQ(ReadOrEmpty(dir.Join("empty")), "");
+}
+
+TEST(ReadFileToStringTest, NotFound) {
+  TempDir dir;
+  EXPECT_THAT(ReadFileToString(dir.Join("absent")),
+              StatusIs(StatusCode::kNotFound, HasSubstr("absent")));
+}
+
+TEST(ReadFileToStringTest, RefusesASymlink) {
+  TempDir dir;
+  WriteFileOrDie(dir.Join("target"), "secret");
+  ASSERT_EQ(::symlink(dir.Join("target").c_str(), dir.Join("link").c_str()), 0);
+  EXPECT_THAT(ReadFileToString(dir.Join("link")),
+              StatusIs(StatusCode::kFailedPrecondition, HasSubstr("symbolic link")));
+}
+
+TEST(ReadFileToStringTest, RefusesNonRegularFiles) {
+  TempDir dir;
+  EXPECT_THAT(ReadFileToString(dir.path()),
+              StatusIs(StatusCode::kFailedPrecondition, HasSubstr("not a regular file")));
+  // A FIFO without a writer must not block the reader.
+  ASSERT_EQ(::mkfifo(dir.Join("fifo").c_str(), 0600), 0);
+  EXPECT_THAT(ReadFileToString(dir.Join("fifo")),
+              StatusIs(StatusCode::kFailedPrecondition, HasSubstr("not a regular file")));
+}
+
+TEST(ReadFileToStringTest, TooLargeIsOutOfRange) {
+  TempDir dir;
+  const std::string path = dir.Join("f");
+  WriteFileOrDie(path, "0123456789");
+  EXPECT_THAT(ReadFileToString(path, 9), StatusIs(StatusCode::kOutOfRange, HasSubstr("9 bytes")));
+  StatusOr<std::string> exact = ReadFileToString(path, 10);
+  ASSERT_THAT(exact, IsOk());
+  EXPECT_EQ(*exact, "0123456789");
+  // Past the limit in a later chunk of a multi-chunk read.
+  const std::string big(40000, 'y');
+  WriteFileOrDie(path, big);
+  EXPECT_THAT(ReadFileToString(path, 39999), StatusIs(StatusCode::kOutOfRange, ::testing::_));
+  EXPECT_EQ(ReadOrEmpty(path), big);
+}
+
+TEST(RemoveFileTest, RemovesAFile) {
+  TempDir dir;
+  WriteFileOrDie(dir.Join("f"), "x");
+  EXPECT_THAT(RemoveFile(dir.Join("f")), IsOk());
+  EXPECT_THAT(List(dir.path()), IsEmpty());
+  EXPECT_THAT(RemoveFile(dir.Join("f")), StatusIs(StatusCode::kNotFound, ::testing::_));
+}
+
+TEST(RemoveFileTest, RefusesADirectory) {
+  TempDir dir;
+  ASSERT_TRUE(fs::create_directory(dir.Join("sub")));
+  EXPECT_FALSE(RemoveFile(dir.Join("sub")).ok());
+  EXPECT_TRUE(fs::is_directory(dir.Join("sub")));
+}
+
+TEST(MakeDirectoriesTest, CreatesMissingParents) {
+  TempDir dir;
+  const std::string deep = dir.Join("a/b/c");
+  ASSERT_THAT(MakeDirectories(deep, 0750), IsOk());
+  EXPECT_TRUE(fs::is_directory(deep));
+  EXPECT_THAT(MakeDirectories(deep), IsOk());  // existing is fine
+  EXPECT_THAT(MakeDirectories(dir.Join("a/b/")), IsOk());
+}
+
+TEST(MakeDirectoriesTest, FailsOnAFileInTheWay) {
+  TempDir dir;
+  WriteFileOrDie(dir.Join("file"), "x");
+  EXPECT_THAT(MakeDirectories(dir.Join("file")),
+              StatusIs(StatusCode::kFailedPrecondition, HasSubstr("not a directory")));
+  EXPECT_THAT(MakeDirectories(dir.Join("file/sub")),
+              StatusIs(StatusCode::kFailedPrecondition, ::testing::_));
+  EXPECT_THAT(MakeDirectories(""), StatusIs(StatusCode::kInvalidArgument, ::testing::_));
+}
+
+TEST(SyncDirectoryTest, SyncsAnExistingDirectory) {
+  TempDir dir;
+  EXPECT_THAT(SyncDirectory(dir.path()), IsOk());
+  EXPECT_THAT(SyncDirectory(dir.Join("absent")), StatusIs(StatusCode::kNotFound, ::testing::_));
+}
+
+TEST(ErrnoToStatusTest, MapsCommonErrors) {
+  EXPECT_THAT(ErrnoToStatus(ENOENT, "opening /x"),
+              StatusIs(StatusCode::kNotFound, HasSubstr("opening /x: ")));
+  EXPECT_EQ(ErrnoToStatus(EACCES, "x").code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(ErrnoToStatus(EPERM, "x").code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(ErrnoToStatus(ELOOP, "x").code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(ErrnoToStatus(EEXIST, "x").code(), StatusCode::kAlreadyExists);
+  EXPECT_EQ(ErrnoToStatus(ENOSPC, "x").code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(ErrnoToStatus(EAGAIN, "x").code(), StatusCode::kUnavailable);
+  EXPECT_EQ(ErrnoToStatus(EBADF, "x").code(), StatusCode::kInternal);
+}
+
+}  // namespace
+}  // namespace migd

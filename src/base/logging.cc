@@ -4,6 +4,9 @@
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <memory>
+#include <utility>
+
 namespace migd {
 
 Status InitLogging(const LogOptions& options) {
@@ -13,8 +16,16 @@ Status InitLogging(const LogOptions& options) {
     return InvalidArgumentError("unknown log level '" + options.level +
                                 "' (want trace, debug, info, warn, error, critical or off)");
   }
-  std::shared_ptr<spdlog::logger> logger =
-      options.to_stderr ? spdlog::stderr_logger_mt("migd") : spdlog::stdout_logger_mt("migd");
+  spdlog::sink_ptr sink;
+  if (options.to_stderr) {
+    sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
+  } else {
+    sink = std::make_shared<spdlog::sinks::stdout_sink_mt>();
+  }
+  // Built directly rather than with spdlog::stderr_logger_mt("migd"): that one
+  // registers the name and throws if it exists, so a second InitLogging (a
+  // reload, another test) would throw. set_default_logger replaces the entry.
+  auto logger = std::make_shared<spdlog::logger>("migd", std::move(sink));
   logger->set_pattern("%Y-%m-%dT%H:%M:%S.%eZ %l %v", spdlog::pattern_time_type::utc);
   logger->set_level(level);
   spdlog::set_default_logger(logger);

@@ -1,1 +1,71 @@
+#include "base/logging.h"
+
+#include <fmt/format.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <spdlog/spdlog.h>
+
+#include <sstream>
+#include <string>
+
+#include "base/ids.h"
+#include "testing/status_matchers.h"
+
+namespace migd {
+namespace {
+
+using ::migd::testing::IsOk;
+using ::migd::testing::StatusIs;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+TEST(InitLoggingTest, RejectsAnUnknownLevel) {
+  EXPECT_THAT(InitLogging({.level = "verbose"}),
+              StatusIs(StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("'verbose'"), HasSubstr("trace, debug, info"))));
+  EXPECT_THAT(InitLogging({.level = ""}), StatusIs(StatusCode::kInvalidArgument, HasSubstr("''")));
+}
+
+TEST(InitLoggingTest, SetsTheLevelAndMayBeCalledAgain) {
+  ASSERT_THAT(InitLogging({.level = "debug"}), IsOk());
+  EXPECT_EQ(spdlog::default_logger()->level(), spdlog::level::debug);
+  EXPECT_EQ(spdlog::default_logger()->name(), "migd");
+  // A second call (e.g. a config reload, or a later test) reconfigures.
+  ASSERT_THAT(InitLogging({.level = "warn", .to_stderr = false}), IsOk());
+  EXPECT_EQ(spdlog::default_logger()->level(), spdlog::level::warn);
+  ASSERT_THAT(InitLogging({.level = "off"}), IsOk());
+  EXPECT_EQ(spdlog::default_logger()->level(), spdlog::level::off);
+}
+
+TEST(FieldsTest, PlainValues) {
+  Fields f;
+  f.Add("gpu", "GPU-1").Add("gi", 3).Add("placement", "4:4");
+  EXPECT_EQ(f.str(), " gpu=GPU-1 gi=3 placement=4:4");
+  EXPECT_EQ(Fields().str(), "");
+}
+
+TEST(FieldsTest, StreamsStrongIds) {
+  EXPECT_EQ(Fields().Add("gi", NvmlGiId(7)).Add("uuid", GpuUuid("GPU-a")).str(),
+            " gi=7 uuid=GPU-a");
+}
+
+TEST(FieldsTest, QuotesValuesThatWouldBreakParsing) {
+  EXPECT_EQ(Fields().Add("pod", "ns/name with space").str(), " pod=\"ns/name with space\"");
+  EXPECT_EQ(Fields().Add("msg", "a=b").str(), " msg=\"a=b\"");
+  EXPECT_EQ(Fields().Add("msg", "say \"hi\"").str(), " msg=\"say \\\"hi\\\"\"");
+  EXPECT_EQ(Fields().Add("path", "C:\\x").str(), " path=\"C:\\\\x\"");
+  EXPECT_EQ(Fields().Add("err", "line1\nline2").str(), " err=\"line1\\nline2\"");
+  EXPECT_EQ(Fields().Add("tab", "a\tb").str(), " tab=\"a\tb\"");
+  EXPECT_EQ(Fields().Add("empty", "").str(), " empty=\"\"");
+}
+
+TEST(FieldsTest, FormatsWithFmtAndStreams) {
+  const Fields f = Fields().Add("gpu", "GPU-1").Add("ci", 0);
+  EXPECT_EQ(fmt::format("instance created{}", f), "instance created gpu=GPU-1 ci=0");
+  std::ostringstream os;
+  os << "x" << f;
+  EXPECT_EQ(os.str(), "x gpu=GPU-1 ci=0");
+}
+
+}  // namespace
+}  // namespace migd

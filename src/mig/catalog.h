@@ -52,6 +52,7 @@ struct Engines {
   uint32_t ofa = 0;
 
   Engines& operator+=(const Engines& o);
+  // Subtracts per count; a count never goes below 0.
   Engines& operator-=(const Engines& o);
   // True if every count of `need` is <= the same count here.
   bool Covers(const Engines& need) const;
@@ -63,13 +64,13 @@ struct CiProfile {
   CiProfileId id;
   uint32_t slice_count = 0;
   uint32_t instance_count = 0;
-  bool is_default = false;  // the CI `nvidia-smi mig -cgi … -C` creates
+  bool is_default = false;            // the CI `nvidia-smi mig -cgi … -C` creates
   std::vector<Placement> placements;  // compute slices, relative to the GI
   bool confirmed = false;
 };
 
 struct GiProfile {
-  std::string name;  // e.g. "1g.10gb", "1g.24gb+me.all"
+  std::string name;                  // e.g. "1g.10gb", "1g.24gb+me.all"
   std::vector<std::string> aliases;  // other names drivers use, e.g. "3g.39gb"
   GiProfileIndex index;
   GiProfileId id;
@@ -92,8 +93,8 @@ struct GiProfile {
 };
 
 struct GpuModel {
-  std::string key;  // e.g. "h100-80gb"
-  std::vector<std::string> names;  // nvmlDeviceGetName values
+  std::string key;                       // e.g. "h100-80gb"
+  std::vector<std::string> names;        // nvmlDeviceGetName values
   std::vector<uint32_t> pci_device_ids;  // (device id << 16) | vendor id
   uint32_t compute_slices = 0;
   uint32_t memory_slices = 0;

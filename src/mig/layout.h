@@ -71,6 +71,8 @@ class Layout {
   bool IsMaximal(const std::vector<const GiProfile*>& profiles) const;
 
   // e.g. "1g@0 1g@1 3g@4" (profile name without memory suffix, sorted by start).
+  // A variant keeps its suffix ("1g+me@0", "2g-me@6"); the double-memory 1g
+  // keeps its full name ("1g.20gb@6"), as "1g" alone would read as the base 1g.
   std::string ToString() const;
 
  private:
@@ -86,7 +88,8 @@ class Layout {
 std::vector<Layout> EnumerateLayouts(const GpuModel& model,
                                      const std::vector<const GiProfile*>& profiles);
 
-// The base-variant profiles of `model` (1g/2g/3g/4g/7g on 8-unit GPUs).
+// The profiles of `model` whose variant is in `variants`, in catalogue order;
+// {Variant::kBase} gives the base profiles (1g/2g/3g/4g/7g on 8-unit GPUs).
 std::vector<const GiProfile*> ProfilesOfVariants(const GpuModel& model,
                                                  const std::vector<Variant>& variants);
 

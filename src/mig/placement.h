@@ -29,12 +29,8 @@ struct Placement {
     return size >= 32 ? ~0u << start : ((1u << size) - 1u) << start;
   }
   constexpr uint32_t end() const { return start + size; }
-  constexpr bool Overlaps(const Placement& o) const {
-    return start < o.end() && o.start < end();
-  }
-  constexpr bool Contains(const Placement& o) const {
-    return start <= o.start && o.end() <= end();
-  }
+  constexpr bool Overlaps(const Placement& o) const { return start < o.end() && o.start < end(); }
+  constexpr bool Contains(const Placement& o) const { return start <= o.start && o.end() <= end(); }
   // "start:size", the notation of `nvidia-smi mig -lgipp`.
   std::string ToString() const;
 

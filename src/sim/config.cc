@@ -1,0 +1,287 @@
+#include "sim/config.h"
+
+#include <charconv>
+#include <cstdlib>
+#include <random>
+
+#include "sim/nvml_names.h"
+
+namespace migd::sim {
+namespace {
+
+std::vector<std::string_view> Split(std::string_view text, char sep) {
+  std::vector<std::string_view> out;
+  size_t start = 0;
+  while (true) {
+    size_t pos = text.find(sep, start);
+    out.push_back(text.substr(start, pos == std::string_view::npos ? pos : pos - start));
+    if (pos == std::string_view::npos) break;
+    start = pos + 1;
+  }
+  return out;
+}
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+// Unsigned decimal, or hex with a 0x prefix.
+std::optional<uint64_t> ParseU64(std::string_view s) {
+  int base = 10;
+  if (s.starts_with("0x") || s.starts_with("0X")) {
+    s.remove_prefix(2);
+    base = 16;
+  }
+  if (s.empty()) return std::nullopt;
+  uint64_t v = 0;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v, base);
+  if (ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+bool IsKnownFunction(std::string_view name) {
+  for (std::string_view f : SimulatedNvmlFunctions()) {
+    if (f == name) return true;
+  }
+  return false;
+}
+
+Status Prefixed(const char* var, const Status& s) {
+  return Status(s.code(), std::string(var) + ": " + std::string(s.message()));
+}
+
+}  // namespace
+
+StatusOr<std::vector<GpuSpec>> ParseGpuSpecs(std::string_view text) {
+  std::vector<GpuSpec> out;
+  if (Trim(text).empty()) return InvalidArgumentError("empty GPU list");
+  for (std::string_view entry : Split(text, ',')) {
+    entry = Trim(entry);
+    std::vector<std::string_view> parts = Split(entry, ':');
+    GpuSpec spec;
+    spec.model_key = std::string(parts[0]);
+    if (spec.model_key.empty()) {
+      return InvalidArgumentError("entry '" + std::string(entry) + "' has no model key");
+    }
+    if (parts.size() > 1) {
+      std::optional<uint64_t> n = ParseU64(parts[1]);
+      if (!n || *n == 0 || *n > kMaxGpus) {
+        return InvalidArgumentError("entry '" + std::string(entry) + "': count must be 1.." +
+                                    std::to_string(kMaxGpus));
+      }
+      spec.count = static_cast<uint32_t>(*n);
+    }
+    for (size_t i = 2; i < parts.size(); ++i) {
+      if (parts[i] == "mig-off") {
+        spec.mig_enabled = false;
+      } else if (parts[i] == "no-permission") {
+        spec.permission = false;
+      } else {
+        return InvalidArgumentError("entry '" + std::string(entry) + "': unknown option '" +
+                                    std::string(parts[i]) + "' (known: mig-off, no-permission)");
+      }
+    }
+    out.push_back(std::move(spec));
+  }
+  return out;
+}
+
+StatusOr<GiIdPolicy> ParseGiIdPolicy(std::string_view text) {
+  text = Trim(text);
+  if (text == "deterministic") return GiIdPolicy{};
+  if (text.starts_with("shuffle:")) {
+    std::optional<uint64_t> seed = ParseU64(text.substr(8));
+    if (seed) return GiIdPolicy{GiIdMode::kShuffle, *seed};
+  }
+  return InvalidArgumentError("'" + std::string(text) +
+                              "': expected \"deterministic\" or \"shuffle:<seed>\"");
+}
+
+StatusOr<FaultPlan> FaultPlan::Parse(std::string_view text) {
+  FaultPlan plan;
+  if (Trim(text).empty()) return plan;
+  for (std::string_view entry : Split(text, ',')) {
+    entry = Trim(entry);
+    const std::string e(entry);
+    size_t eq = entry.find('=');
+    if (eq == std::string_view::npos) {
+      return InvalidArgumentError("'" + e + "': expected <nvmlFunction>=<ERROR>[@N|@N+]");
+    }
+    FaultRule rule;
+    rule.function = std::string(Trim(entry.substr(0, eq)));
+    if (!IsKnownFunction(rule.function)) {
+      return InvalidArgumentError("'" + e + "': unknown function '" + rule.function + "'");
+    }
+    std::string_view rest = Trim(entry.substr(eq + 1));
+    size_t at = rest.find('@');
+    std::string_view error = rest.substr(0, at);
+    if (at != std::string_view::npos) {
+      std::string_view n = rest.substr(at + 1);
+      if (n.ends_with('+')) {
+        rule.and_later = true;
+        n.remove_suffix(1);
+      }
+      std::optional<uint64_t> nth = ParseU64(n);
+      if (!nth || *nth == 0) {
+        return InvalidArgumentError("'" + e + "': @N needs a call number >= 1");
+      }
+      rule.nth = *nth;
+    }
+    if (error == "CRASH") {
+      rule.action = FaultAction::kCrash;
+    } else if (error == "CRASH_AFTER") {
+      rule.action = FaultAction::kCrashAfter;
+    } else if (std::optional<nvmlReturn_t> code = ParseNvmlError(error)) {
+      rule.code = *code;
+    } else {
+      return InvalidArgumentError("'" + e + "': unknown error '" + std::string(error) +
+                                  "' (an NVML error name without NVML_ERROR_, a number > 0, "
+                                  "CRASH or CRASH_AFTER)");
+    }
+    plan.rules_.push_back(std::move(rule));
+  }
+  return plan;
+}
+
+std::optional<FaultRule> FaultPlan::Match(std::string_view function, uint64_t call_number) const {
+  for (const FaultRule& r : rules_) {
+    if (r.function != function) continue;
+    if (r.nth == 0 || call_number == r.nth || (r.and_later && call_number > r.nth)) return r;
+  }
+  return std::nullopt;
+}
+
+StatusOr<std::map<std::string, uint32_t, std::less<>>> ParseLatencies(std::string_view text) {
+  std::map<std::string, uint32_t, std::less<>> out;
+  if (Trim(text).empty()) return out;
+  for (std::string_view entry : Split(text, ',')) {
+    entry = Trim(entry);
+    const std::string e(entry);
+    size_t eq = entry.find('=');
+    if (eq == std::string_view::npos)
+      return InvalidArgumentError("'" + e + "': expected <fn>=<ms>");
+    std::string fn(Trim(entry.substr(0, eq)));
+    if (fn != "*" && !IsKnownFunction(fn)) {
+      return InvalidArgumentError("'" + e + "': unknown function '" + fn + "'");
+    }
+    std::optional<uint64_t> ms = ParseU64(Trim(entry.substr(eq + 1)));
+    if (!ms || *ms > kMaxLatencyMs) {
+      return InvalidArgumentError("'" + e + "': milliseconds must be 0.." +
+                                  std::to_string(kMaxLatencyMs));
+    }
+    out[fn] = static_cast<uint32_t>(*ms);
+  }
+  return out;
+}
+
+uint32_t SimConfig::LatencyFor(std::string_view function) const {
+  if (auto it = latency_ms.find(function); it != latency_ms.end()) return it->second;
+  if (auto it = latency_ms.find("*"); it != latency_ms.end()) return it->second;
+  return 0;
+}
+
+StatusOr<SimConfig> SimConfigFromEnv(const mig::Catalog& catalog, const EnvLookup& getenv) {
+  auto get = [&](const char* name) -> const char* {
+    return getenv ? getenv(name) : std::getenv(name);
+  };
+  SimConfig c;
+  if (const char* v = get(kEnvState)) c.state_path = v;
+
+  if (const char* v = get(kEnvGpus)) {
+    StatusOr<std::vector<GpuSpec>> specs = ParseGpuSpecs(v);
+    if (!specs.ok()) return Prefixed(kEnvGpus, specs.status());
+    for (const GpuSpec& s : *specs) {
+      if (catalog.FindModel(s.model_key) == nullptr) {
+        std::string known;
+        for (const mig::GpuModel& m : catalog.models())
+          known += (known.empty() ? "" : ", ") + m.key;
+        return InvalidArgumentError(std::string(kEnvGpus) + ": unknown GPU model '" + s.model_key +
+                                    "' (known: " + known + ")");
+      }
+    }
+    uint32_t total = 0;
+    for (const GpuSpec& s : *specs) total += s.count;
+    if (total > kMaxGpus) {
+      return InvalidArgumentError(std::string(kEnvGpus) + ": more than " +
+                                  std::to_string(kMaxGpus) + " GPUs");
+    }
+    c.gpus = std::move(specs).value();
+  }
+  if (const char* v = get(kEnvGiIds)) {
+    StatusOr<GiIdPolicy> p = ParseGiIdPolicy(v);
+    if (!p.ok()) return Prefixed(kEnvGiIds, p.status());
+    c.gi_id_policy = *p;
+  }
+  if (const char* v = get(kEnvNonce)) {
+    std::optional<uint64_t> n = ParseU64(Trim(v));
+    if (!n) {
+      return InvalidArgumentError(std::string(kEnvNonce) + ": '" + v +
+                                  "' is not an unsigned decimal or 0x hex number");
+    }
+    c.nonce = *n;
+  }
+  if (const char* v = get(kEnvProcRoot)) {
+    c.proc_root = v;
+    if (!c.proc_root.empty() && c.proc_root.front() != '/') {
+      return InvalidArgumentError(std::string(kEnvProcRoot) + ": '" + c.proc_root +
+                                  "' is not an absolute path");
+    }
+    while (c.proc_root.size() > 1 && c.proc_root.back() == '/') c.proc_root.pop_back();
+  }
+  if (const char* v = get(kEnvFaults)) {
+    StatusOr<FaultPlan> plan = FaultPlan::Parse(v);
+    if (!plan.ok()) return Prefixed(kEnvFaults, plan.status());
+    c.faults = std::move(plan).value();
+  }
+  if (const char* v = get(kEnvLatency)) {
+    auto lat = ParseLatencies(v);
+    if (!lat.ok()) return Prefixed(kEnvLatency, lat.status());
+    c.latency_ms = std::move(lat).value();
+  }
+  if (const char* v = get(kEnvProfileInfoMaxVersion)) {
+    std::string_view s = Trim(v);
+    if (s == "2") {
+      c.profile_info_max_version = 2;
+    } else if (s == "3") {
+      c.profile_info_max_version = 3;
+    } else {
+      return InvalidArgumentError(std::string(kEnvProfileInfoMaxVersion) + ": '" + v +
+                                  "': expected 2 or 3");
+    }
+  }
+  if (const char* v = get(kEnvFsync)) {
+    std::string_view s = Trim(v);
+    if (s == "0") {
+      c.fsync = false;
+    } else if (s == "1") {
+      c.fsync = true;
+    } else {
+      return InvalidArgumentError(std::string(kEnvFsync) + ": '" + v + "': expected 0 or 1");
+    }
+  }
+  return c;
+}
+
+StatusOr<MachineOptions> MachineOptionsFromConfig(const SimConfig& config) {
+  if (!config.gpus) {
+    return FailedPreconditionError(std::string(kEnvGpus) +
+                                   " is not set, so there is no machine to create");
+  }
+  MachineOptions o;
+  o.gpus = *config.gpus;
+  o.gi_id_policy = config.gi_id_policy;
+  if (config.nonce) {
+    o.nonce = *config.nonce;
+  } else {
+    std::random_device rd;
+    o.nonce = (uint64_t{rd()} << 32) ^ rd();
+  }
+  o.proc_root = config.proc_root;
+  o.driver_version = config.driver_version;
+  o.nvml_version = config.nvml_version;
+  return o;
+}
+
+}  // namespace migd::sim

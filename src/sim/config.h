@@ -1,0 +1,138 @@
+// File: sim/config.h
+//
+// The simulator's knobs: the MIGD_SIM_* environment variables, parsed and
+// validated in one place so that a bad value is reported once, naming the
+// variable (nvmlInit_v2 prints it and fails). Syntax, defaults and examples
+// of every knob are in docs/simulator.md ("Knobs").
+//
+//   MIGD_SIM_STATE                       path of the state file (required)
+//   MIGD_SIM_GPUS                        machine to create when the file is absent
+//   MIGD_SIM_GI_IDS                      GI id policy of a new machine
+//   MIGD_SIM_NONCE                       creation nonce of a new machine
+//   MIGD_SIM_PROC_ROOT                   fake /proc tree of a new machine
+//   MIGD_SIM_FAULTS                      fault injection (per process)
+//   MIGD_SIM_LATENCY_MS                  per-call latency (per process)
+//   MIGD_SIM_PROFILE_INFO_MAX_VERSION    2 emulates a pre-R545 driver
+//   MIGD_SIM_FSYNC                       0 turns fsync off
+//
+// Example:
+//   MIGD_ASSIGN_OR_RETURN(SimConfig cfg, SimConfigFromEnv(mig::Catalog::Default()));
+//   if (auto rule = cfg.faults.Match("nvmlGpuInstanceDestroy", 1)) { ... }
+//
+// Thread-safety: value types and pure functions.
+#ifndef MIGD_SIM_CONFIG_H_
+#define MIGD_SIM_CONFIG_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "driver/nvml/nvml_abi.h"
+#include "mig/catalog.h"
+#include "sim/machine.h"
+#include "sim/state.h"
+
+namespace migd::sim {
+
+inline constexpr char kEnvState[] = "MIGD_SIM_STATE";
+inline constexpr char kEnvGpus[] = "MIGD_SIM_GPUS";
+inline constexpr char kEnvGiIds[] = "MIGD_SIM_GI_IDS";
+inline constexpr char kEnvNonce[] = "MIGD_SIM_NONCE";
+inline constexpr char kEnvProcRoot[] = "MIGD_SIM_PROC_ROOT";
+inline constexpr char kEnvFaults[] = "MIGD_SIM_FAULTS";
+inline constexpr char kEnvLatency[] = "MIGD_SIM_LATENCY_MS";
+inline constexpr char kEnvProfileInfoMaxVersion[] = "MIGD_SIM_PROFILE_INFO_MAX_VERSION";
+inline constexpr char kEnvFsync[] = "MIGD_SIM_FSYNC";
+
+// Largest accepted latency, in milliseconds (10 minutes).
+inline constexpr uint32_t kMaxLatencyMs = 600000;
+
+// "a100-40gb:2,h100-80gb:1,a30-24gb:1:mig-off:no-permission". Each entry is
+// <model>[:<count>[:<option>]...] with count 1..32 (default 1) and options
+// "mig-off" and "no-permission". Syntax only: model keys are not checked.
+// kInvalidArgument says which entry is wrong.
+StatusOr<std::vector<GpuSpec>> ParseGpuSpecs(std::string_view text);
+
+// "deterministic" or "shuffle:<seed>" (seed: unsigned decimal or 0x hex).
+StatusOr<GiIdPolicy> ParseGiIdPolicy(std::string_view text);
+
+enum class FaultAction {
+  kReturn,      // return `code` without any effect on the state
+  kCrash,       // SIGKILL before the call has any effect
+  kCrashAfter,  // SIGKILL right after the call's effect is durable
+};
+
+struct FaultRule {
+  std::string function;  // exported NVML name, e.g. "nvmlGpuInstanceDestroy"
+  FaultAction action = FaultAction::kReturn;
+  nvmlReturn_t code = NVML_ERROR_UNKNOWN;  // kReturn only
+  uint64_t nth = 0;                        // 0: every call; else the nth call (1-based)
+  bool and_later = false;                  // "@N+": the nth and every later call
+  friend bool operator==(const FaultRule&, const FaultRule&) = default;
+};
+
+// MIGD_SIM_FAULTS: "<fn>=<ERROR>[@N|@N+]" entries separated by commas.
+class FaultPlan {
+ public:
+  // kInvalidArgument for an unknown function name, an unknown error name, a
+  // SUCCESS/0 "error", or a malformed @N.
+  static StatusOr<FaultPlan> Parse(std::string_view text);
+
+  // The first rule of `function` that fires on its `call_number`-th call
+  // (1-based, counted by the caller per process); nullopt if none.
+  std::optional<FaultRule> Match(std::string_view function, uint64_t call_number) const;
+
+  const std::vector<FaultRule>& rules() const { return rules_; }
+  bool empty() const { return rules_.empty(); }
+
+ private:
+  std::vector<FaultRule> rules_;
+};
+
+// MIGD_SIM_LATENCY_MS: "<fn>=<ms>" entries separated by commas; "*" matches
+// every function without an entry of its own. kInvalidArgument for an
+// unknown function or a value outside 0..kMaxLatencyMs.
+StatusOr<std::map<std::string, uint32_t, std::less<>>> ParseLatencies(std::string_view text);
+
+struct SimConfig {
+  std::string state_path;  // "" if MIGD_SIM_STATE is unset or empty
+  // Applied only when the state file is created, then recorded in it.
+  std::optional<std::vector<GpuSpec>> gpus;
+  GiIdPolicy gi_id_policy;
+  std::optional<uint64_t> nonce;  // random if unset
+  std::string proc_root;          // absolute, or "" for none
+  // Not knobs: what a new machine reports (the legacy library sets R470's).
+  std::string driver_version{kDefaultDriverVersion};
+  std::string nvml_version{kDefaultNvmlVersion};
+  // Per process.
+  FaultPlan faults;
+  std::map<std::string, uint32_t, std::less<>> latency_ms;
+  int profile_info_max_version = 3;  // 2 or 3
+  bool fsync = true;
+
+  // The latency of `function` in ms (its own entry, else "*", else 0).
+  uint32_t LatencyFor(std::string_view function) const;
+};
+
+// Looks up one environment variable; nullptr if unset.
+using EnvLookup = std::function<const char*(const char*)>;
+
+// Reads and validates every MIGD_SIM_* variable (model keys of MIGD_SIM_GPUS
+// against `catalog`). kInvalidArgument whose message starts with the
+// variable's name, e.g. "MIGD_SIM_FAULTS: unknown function 'nvmlFoo'".
+StatusOr<SimConfig> SimConfigFromEnv(const mig::Catalog& catalog,
+                                     const EnvLookup& getenv = nullptr);
+
+// The options of a machine created from `config`. kFailedPrecondition if
+// MIGD_SIM_GPUS was not given. A missing nonce is drawn from
+// std::random_device.
+StatusOr<MachineOptions> MachineOptionsFromConfig(const SimConfig& config);
+
+}  // namespace migd::sim
+
+#endif  // MIGD_SIM_CONFIG_H_

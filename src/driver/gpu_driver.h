@@ -64,7 +64,7 @@ struct GiProfileInfo {
   uint32_t jpeg = 0;
   uint32_t ofa = 0;
   uint64_t memory_mib = 0;
-  bool p2p_supported = false;  // v1/v2 only
+  bool p2p_supported = false;  // v1/v2 isP2pSupported; v3 the CAPS_P2P bit
   bool gfx_capable = false;  // v3 capability bit; on v1/v2 derived from the index
   int info_version = 0;  // 1, 2 or 3: the struct version the driver accepted
   std::vector<mig::Placement> placements;  // every legal placement, occupied or not

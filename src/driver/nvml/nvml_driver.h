@@ -1,0 +1,175 @@
+// File: driver/nvml/nvml_driver.h
+//
+// NvmlDriver: the GpuDriver over the real NVML (or the simulator's
+// libnvidia-ml-sim.so, which exposes the same C ABI), through an NvmlSession.
+// It follows the call sequences of nvml.md §6 and the rules of §7:
+//   * profile index != profile id; GI profiles are found by walking indices
+//     from 0 until INVALID_ARGUMENT, skipping NOT_SUPPORTED, past the header's
+//     PROFILE_COUNT (§7.13);
+//   * ...ProfileInfoV is tried with the v3 version word, then v2 on
+//     INVALID_ARGUMENT / ARGUMENT_VERSION_MISMATCH, then the unversioned v1
+//     function when the V symbol is absent; the struct is decoded with the
+//     version the driver accepted (§7.9);
+//   * every GI is created with an explicit placement;
+//   * GI/CI handles are never cached: every call re-resolves them by id
+//     (GetGpuInstanceById, GetComputeInstanceById). Only GPU handles are
+//     cached, tagged with the session generation;
+//   * GI profile info is cached per GPU (immutable while MIG mode is on) and
+//     dropped when a MIG-mode read differs from the mode it was read under; CI
+//     profile info is cached per (GPU, GI profile id);
+//   * every NVML call is counted per (function, result): CallCounts().
+//
+// NVML call counts with warm caches (GPU handle and profile caches filled, e.g.
+// by one GetGiProfiles and one earlier CreateCi of the same GI profile):
+//   CreateGi   2  nvmlDeviceCreateGpuInstanceWithPlacement, nvmlGpuInstanceGetInfo
+//   CreateCi   5  nvmlDeviceGetGpuInstanceById, nvmlGpuInstanceGetInfo,
+//                 nvmlGpuInstanceCreateComputeInstance, nvmlComputeInstanceGetInfo_v2,
+//                 nvmlDeviceGetUUID
+//   DestroyCi  3  nvmlDeviceGetGpuInstanceById, nvmlGpuInstanceGetComputeInstanceById,
+//                 nvmlComputeInstanceDestroy
+//   DestroyGi  2  nvmlDeviceGetGpuInstanceById, nvmlGpuInstanceDestroy
+//
+// Example:
+//   MIGD_ASSIGN_OR_RETURN(std::unique_ptr<NvmlDriver> driver, NvmlDriver::Open());
+//   MIGD_ASSIGN_OR_RETURN(auto gpus, driver->ListGpus());
+//
+// Thread-safety: all methods are thread-safe (GpuDriver contract). No lock is
+// held across an NVML call.
+#ifndef MIGD_DRIVER_NVML_NVML_DRIVER_H_
+#define MIGD_DRIVER_NVML_NVML_DRIVER_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "driver/gpu_driver.h"
+#include "driver/nvml/nvml_abi.h"
+#include "driver/nvml/nvml_library.h"
+#include "driver/nvml/nvml_session.h"
+
+namespace migd::driver {
+
+// A compute-instance profile as NVML reports it inside one GI profile.
+struct CiProfileInfo {
+  CiProfileIndex index;
+  CiProfileId id;
+  std::string name;  // "MIG " stripped; empty from the v1 struct
+  uint32_t slice_count = 0;
+  uint32_t instance_count = 0;
+  uint32_t multiprocessor_count = 0;
+  int info_version = 0;  // 1, 2 or 3
+};
+
+class NvmlDriver : public GpuDriver {
+ public:
+  // Loads the library at `library_path` (NvmlLibrary::kDefaultPath when
+  // empty), opens an NvmlSession on it and returns a driver that owns both;
+  // destroying the driver closes the session (nvmlShutdown).
+  // kUnavailable when the library is absent or too old (NvmlLibrary::Load);
+  // kFailedPrecondition if another session is open in this process; the
+  // FromNvml status of nvmlInit_v2 otherwise.
+  static StatusOr<std::unique_ptr<NvmlDriver>> Open(const std::string& library_path = "");
+
+  // A driver over an existing session, which may be opened and closed
+  // independently: while it is closed every method returns kUnavailable.
+  // REQUIRES: `session` is not null.
+  explicit NvmlDriver(std::shared_ptr<NvmlSession> session);
+  ~NvmlDriver() override;
+
+  StatusOr<DriverVersions> GetVersions() override;
+  StatusOr<std::vector<GpuInfo>> ListGpus() override;
+  StatusOr<MigModeInfo> GetMigMode(GpuIndex gpu) override;
+  StatusOr<std::vector<GiProfileInfo>> GetGiProfiles(GpuIndex gpu) override;
+  StatusOr<std::vector<mig::Placement>> GetGiPossiblePlacements(GpuIndex gpu,
+                                                                GiProfileId profile) override;
+  StatusOr<GpuInstanceInfo> CreateGi(GpuIndex gpu, GiProfileId profile,
+                                     const mig::Placement& placement) override;
+  StatusOr<ComputeInstanceInfo> CreateCi(GpuIndex gpu, NvmlGiId gi) override;
+  Status DestroyCi(GpuIndex gpu, NvmlGiId gi, NvmlCiId ci) override;
+  Status DestroyGi(GpuIndex gpu, NvmlGiId gi) override;
+  StatusOr<std::vector<GpuInstanceInfo>> ListGpuInstances(GpuIndex gpu) override;
+  StatusOr<std::vector<ProcessInfo>> ListProcesses(GpuIndex gpu, NvmlGiId gi,
+                                                   NvmlCiId ci) override;
+
+  // The CI profiles NVML offers inside the GI `gi` (walks CI profile indices
+  // with the same v3 -> v2 -> v1 rules; cached per (GPU, GI profile id)).
+  // kNotFound if the GI does not exist.
+  StatusOr<std::vector<CiProfileInfo>> GetCiProfiles(GpuIndex gpu, NvmlGiId gi);
+
+  // Best effort for a GPU whose MIG mode is off (`migctl probe`): walks the
+  // unversioned ...ProfileInfo, which 12.4+ drivers answer without MIG mode,
+  // and adds PossiblePlacements_v2 where the driver answers (empty otherwise).
+  // Never cached. An empty list when the driver answers NOT_SUPPORTED for
+  // every index; the FromNvml status of any other failure.
+  StatusOr<std::vector<GiProfileInfo>> GetGiProfilesWithoutMig(GpuIndex gpu);
+
+  // Every NVML call made through this driver's library (all sessions and
+  // drivers sharing it), by (function, result). Non-zero rows only.
+  std::vector<NvmlCallCount> CallCounts() const { return library().CallCounts(); }
+  uint64_t TotalCalls() const { return library().TotalCalls(); }
+
+  // Which symbol variant was bound for each logical NVML function.
+  std::vector<NvmlBinding> Bindings() const { return library().Bindings(); }
+
+  NvmlLibrary& library() const { return session_->library(); }
+  NvmlSession& session() const { return *session_; }
+
+ private:
+  struct GpuCache {
+    nvmlDevice_t handle = nullptr;
+    bool profiles_valid = false;
+    std::vector<GiProfileInfo> profiles;  // sorted by index
+    std::map<uint32_t, std::vector<CiProfileInfo>> ci_profiles;  // by GI profile id
+  };
+
+  StatusOr<nvmlDevice_t> Device(const NvmlSession::Token& token, GpuIndex gpu);
+  // Reads the MIG mode and drops the GPU's profile caches unless MIG is on
+  // (the caches are only filled, and only valid, while it is).
+  StatusOr<MigModeInfo> ReadMigMode(GpuIndex gpu, nvmlDevice_t dev);
+  // The GPU's GI profiles with placements: from the cache, or walked after a
+  // MIG-mode check (kFailedPrecondition when MIG is disabled or unsupported).
+  // `force_mode_check` reads the mode even when the cache is warm.
+  StatusOr<std::vector<GiProfileInfo>> Profiles(GpuIndex gpu, nvmlDevice_t dev,
+                                                bool force_mode_check);
+  StatusOr<std::vector<GiProfileInfo>> WalkGiProfiles(GpuIndex gpu, nvmlDevice_t dev);
+  // One ...ProfileInfo[V] query; *accepted is the struct version known to
+  // work on this GPU (0 = not known yet) and is updated. Returns the final
+  // NVML code: SUCCESS with *out filled, INVALID_ARGUMENT past the last index,
+  // NOT_SUPPORTED for an absent profile, or an error.
+  // `force_v1` uses the unversioned function even when the V one is bound.
+  nvmlReturn_t QueryGiProfile(nvmlDevice_t dev, uint32_t index, int* accepted,
+                              GiProfileInfo* out, bool force_v1 = false);
+  nvmlReturn_t QueryCiProfile(nvmlGpuInstance_t gi, uint32_t index, int* accepted,
+                              CiProfileInfo* out);
+  StatusOr<std::vector<mig::Placement>> Placements(GpuIndex gpu, nvmlDevice_t dev,
+                                                   GiProfileId profile,
+                                                   uint32_t instance_count);
+  // CI profiles of a GI profile, cached per (GPU, GI profile id); `gi` is any
+  // live GI of that profile, used to walk on a cache miss.
+  StatusOr<std::vector<CiProfileInfo>> CiProfiles(GpuIndex gpu, GiProfileId gi_profile,
+                                                  nvmlGpuInstance_t gi);
+  StatusOr<nvmlGpuInstance_t> GiHandle(GpuIndex gpu, nvmlDevice_t dev, NvmlGiId gi);
+  StatusOr<nvmlComputeInstance_t> CiHandle(GpuIndex gpu, nvmlGpuInstance_t gih, NvmlGiId gi,
+                                           NvmlCiId ci);
+  // ComputeInstanceGetInfo_v2 (or the v1 fallback), then the MIG UUID.
+  StatusOr<ComputeInstanceInfo> DescribeCi(nvmlComputeInstance_t ci, const std::string& what);
+  StatusOr<std::string> DeviceString(NvmlSymbol s, nvmlDevice_t dev, const std::string& what);
+
+  Status Err(nvmlReturn_t r, const std::string& what) const;
+  // Drops every cached handle if `token` belongs to a newer generation.
+  void SyncGeneration(const NvmlSession::Token& token);
+
+  const std::shared_ptr<NvmlSession> session_;
+
+  std::mutex mu_;
+  uint64_t cache_generation_ = 0;  // GUARDED_BY(mu_)
+  std::map<uint32_t, GpuCache> gpus_;  // GUARDED_BY(mu_), by GPU index
+};
+
+}  // namespace migd::driver
+
+#endif  // MIGD_DRIVER_NVML_NVML_DRIVER_H_

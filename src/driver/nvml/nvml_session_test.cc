@@ -1,0 +1,176 @@
+#include "driver/nvml/nvml_session.h"
+
+#include <atomic>
+#include <thread>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "driver/nvml/fake_nvml.h"
+#include "testing/status_matchers.h"
+
+namespace migd::driver {
+namespace {
+
+using ::migd::testing::IsOk;
+using ::migd::testing::StatusIs;
+using ::testing::HasSubstr;
+
+class NvmlSessionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    fake_nvml::Reset();
+    auto lib = NvmlLibrary::FromResolver(&fake_nvml::Resolve, nullptr, "fake");
+    ASSERT_TRUE(lib.ok()) << lib.status();
+    lib_ = *lib;
+  }
+  std::shared_ptr<NvmlLibrary> lib_;
+};
+
+TEST_F(NvmlSessionTest, OpenInitsOnceAndCloseShutsDownOnce) {
+  NvmlSession session(lib_);
+  EXPECT_FALSE(session.is_open());
+  EXPECT_EQ(session.generation(), 0u);
+  ASSERT_THAT(session.Open(), IsOk());
+  EXPECT_TRUE(session.is_open());
+  EXPECT_EQ(fake_nvml::InitCalls(), 1);
+  EXPECT_EQ(fake_nvml::ShutdownCalls(), 0);
+  EXPECT_THAT(session.Close(), IsOk());
+  EXPECT_FALSE(session.is_open());
+  EXPECT_EQ(fake_nvml::InitCalls(), 1);
+  EXPECT_EQ(fake_nvml::ShutdownCalls(), 1);
+  // A second Close is a no-op.
+  EXPECT_THAT(session.Close(), IsOk());
+  EXPECT_EQ(fake_nvml::ShutdownCalls(), 1);
+  EXPECT_EQ(lib_->CallCount(NvmlSymbol::kInitV2, NVML_SUCCESS), 1u);
+  EXPECT_EQ(lib_->CallCount(NvmlSymbol::kShutdown, NVML_SUCCESS), 1u);
+}
+
+TEST_F(NvmlSessionTest, SecondOpenOfSameSessionFails) {
+  NvmlSession session(lib_);
+  ASSERT_THAT(session.Open(), IsOk());
+  EXPECT_THAT(session.Open(), StatusIs(StatusCode::kFailedPrecondition, HasSubstr("already open")));
+  EXPECT_EQ(fake_nvml::InitCalls(), 1);
+}
+
+TEST_F(NvmlSessionTest, OnlyOneSessionPerProcess) {
+  NvmlSession first(lib_);
+  NvmlSession second(lib_);
+  ASSERT_THAT(first.Open(), IsOk());
+  EXPECT_THAT(second.Open(),
+              StatusIs(StatusCode::kFailedPrecondition, HasSubstr("another NVML session")));
+  EXPECT_EQ(fake_nvml::InitCalls(), 1);
+  ASSERT_THAT(first.Close(), IsOk());
+  EXPECT_THAT(second.Open(), IsOk());
+  EXPECT_EQ(fake_nvml::InitCalls(), 2);
+}
+
+TEST_F(NvmlSessionTest, GenerationIncreasesWithEveryOpen) {
+  NvmlSession a(lib_);
+  ASSERT_THAT(a.Open(), IsOk());
+  const uint64_t g1 = a.generation();
+  EXPECT_GT(g1, 0u);
+  ASSERT_THAT(a.Close(), IsOk());
+  EXPECT_EQ(a.generation(), g1);  // kept after close
+  ASSERT_THAT(a.Open(), IsOk());
+  const uint64_t g2 = a.generation();
+  EXPECT_GT(g2, g1);
+  ASSERT_THAT(a.Close(), IsOk());
+  NvmlSession b(lib_);
+  ASSERT_THAT(b.Open(), IsOk());
+  EXPECT_GT(b.generation(), g2);  // process-wide, not per session object
+}
+
+TEST_F(NvmlSessionTest, AcquireOnlyWhileOpen) {
+  NvmlSession session(lib_);
+  EXPECT_THAT(session.Acquire(), StatusIs(StatusCode::kUnavailable, HasSubstr("not open")));
+  ASSERT_THAT(session.Open(), IsOk());
+  {
+    MIGD_ASSERT_OK_AND_ASSIGN(NvmlSession::Token token, session.Acquire());
+    EXPECT_TRUE(token.valid());
+    EXPECT_EQ(token.generation(), session.generation());
+    EXPECT_EQ(session.in_flight(), 1);
+    NvmlSession::Token moved = std::move(token);
+    EXPECT_EQ(session.in_flight(), 1);
+  }
+  EXPECT_EQ(session.in_flight(), 0);
+  ASSERT_THAT(session.Close(), IsOk());
+  EXPECT_THAT(session.Acquire(), StatusIs(StatusCode::kUnavailable, ::testing::_));
+}
+
+TEST_F(NvmlSessionTest, FailedInitLeavesSessionClosedWithoutShutdown) {
+  fake_nvml::Options o;
+  o.init_result = NVML_ERROR_DRIVER_NOT_LOADED;
+  fake_nvml::Reset(o);
+  NvmlSession session(lib_);
+  EXPECT_THAT(session.Open(),
+              StatusIs(StatusCode::kUnavailable,
+                       HasSubstr("nvmlInit_v2 of fake: NVML_ERROR_DRIVER_NOT_LOADED")));
+  EXPECT_FALSE(session.is_open());
+  EXPECT_THAT(session.Close(), IsOk());
+  EXPECT_EQ(fake_nvml::ShutdownCalls(), 0);
+  // The process-wide slot was released.
+  fake_nvml::Reset();
+  NvmlSession other(lib_);
+  EXPECT_THAT(other.Open(), IsOk());
+}
+
+TEST_F(NvmlSessionTest, DestructorCloses) {
+  {
+    NvmlSession session(lib_);
+    ASSERT_THAT(session.Open(), IsOk());
+  }
+  EXPECT_EQ(fake_nvml::InitCalls(), 1);
+  EXPECT_EQ(fake_nvml::ShutdownCalls(), 1);
+}
+
+TEST_F(NvmlSessionTest, CloseWaitsForInFlightOperations) {
+  NvmlSession session(lib_);
+  ASSERT_THAT(session.Open(), IsOk());
+  auto token = session.Acquire();
+  ASSERT_TRUE(token.ok());
+
+  std::atomic<bool> closed{false};
+  std::thread closer([&] {
+    EXPECT_THAT(session.Close(), IsOk());
+    closed = true;
+  });
+  // Wait (without timing assumptions) until Close() has stopped admitting.
+  while (session.is_open()) std::this_thread::yield();
+  EXPECT_THAT(session.Acquire(), StatusIs(StatusCode::kUnavailable, HasSubstr("closing")));
+  EXPECT_FALSE(closed.load());
+  EXPECT_EQ(fake_nvml::ShutdownCalls(), 0);  // still waiting for our token
+
+  *token = NvmlSession::Token();  // release
+  closer.join();
+  EXPECT_TRUE(closed.load());
+  EXPECT_EQ(fake_nvml::ShutdownCalls(), 1);
+  EXPECT_EQ(fake_nvml::InitCalls(), 1);
+}
+
+TEST_F(NvmlSessionTest, ConcurrentAcquireAndCloseNeverShutDownTwice) {
+  NvmlSession session(lib_);
+  ASSERT_THAT(session.Open(), IsOk());
+  std::atomic<int> admitted{0};
+  std::vector<std::thread> workers;
+  for (int i = 0; i < 4; ++i) {
+    workers.emplace_back([&] {
+      for (int j = 0; j < 200; ++j) {
+        auto t = session.Acquire();
+        if (!t.ok()) return;
+        ++admitted;
+      }
+    });
+  }
+  std::thread c1([&] { session.Close().IgnoreError(); });
+  std::thread c2([&] { session.Close().IgnoreError(); });
+  for (auto& w : workers) w.join();
+  c1.join();
+  c2.join();
+  EXPECT_EQ(fake_nvml::InitCalls(), 1);
+  EXPECT_EQ(fake_nvml::ShutdownCalls(), 1);
+  EXPECT_EQ(session.in_flight(), 0);
+}
+
+}  // namespace
+}  // namespace migd::driver

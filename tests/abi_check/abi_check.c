@@ -1,0 +1,350 @@
+/*
+ * abi_check: an NVML client written in plain C with its OWN declarations of
+ * the NVML ABI (from shared/reference/nvml.md, independent of migd's
+ * src/driver/nvml/nvml_abi.h), that dlopen()s a library by path and checks
+ * the behaviour migd relies on. It exists so that the simulated library is
+ * judged by the same kind of program that will use the real one.
+ *
+ * Usage: abi_check <path to libnvidia-ml-sim.so> <scratch dir>
+ * Exit status 0 if every check passed; prints one line per failed check and
+ * a final "N passed, M failed" line.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int ret_t;
+typedef void* dev_t_;
+typedef void* gi_t;
+typedef void* ci_t;
+
+enum {
+  OK = 0, UNINIT = 1, INVAL = 2, NOTSUP = 3, NOTFOUND = 6, INSUFF_SIZE = 7,
+  DRIVER_NOT_LOADED = 9, IN_USE = 19, INSUFF_RES = 23
+};
+
+typedef struct { unsigned start, size; } place_t;
+typedef struct { dev_t_ device; unsigned id, profileId; place_t placement; } gi_info_t;
+typedef struct { dev_t_ device; gi_t gi; unsigned id, profileId; place_t placement; } ci_info_t;
+typedef struct {
+  unsigned id, isP2pSupported, sliceCount, instanceCount, multiprocessorCount, copyEngineCount,
+      decoderCount, encoderCount, jpegCount, ofaCount;
+  unsigned long long memorySizeMB;
+} gip_v1_t;
+typedef struct { unsigned pid; unsigned long long used; unsigned gi, ci; } proc_t;
+
+_Static_assert(sizeof(gi_info_t) == 24, "gi info");
+_Static_assert(sizeof(ci_info_t) == 32, "ci info");
+_Static_assert(sizeof(gip_v1_t) == 48, "profile v1");
+_Static_assert(sizeof(proc_t) == 24, "process v2");
+
+static int passed, failed;
+#define CHECK(cond, ...)                                   \
+  do {                                                     \
+    if (cond) {                                            \
+      ++passed;                                            \
+    } else {                                               \
+      ++failed;                                            \
+      printf("FAIL %s:%d: ", __FILE__, __LINE__);          \
+      printf(__VA_ARGS__);                                 \
+      printf("\n");                                        \
+    }                                                      \
+  } while (0)
+
+static void* lib;
+static void* sym(const char* name) {
+  void* p = dlsym(lib, name);
+  if (!p) {
+    printf("FAIL: symbol %s not exported\n", name);
+    ++failed;
+  }
+  return p;
+}
+#define FN(ret, name, args) ret(*name) args = (ret(*) args)sym(#name)
+
+static unsigned rd32(const unsigned char* buf, size_t off) {
+  unsigned v;
+  memcpy(&v, buf + off, 4);
+  return v;
+}
+static unsigned long long rd64(const unsigned char* buf, size_t off) {
+  unsigned long long v;
+  memcpy(&v, buf + off, 8);
+  return v;
+}
+
+static int is_hex(char c) {
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+static int valid_mig_uuid(const char* s) {
+  static const int groups[] = {8, 4, 4, 4, 12};
+  if (strncmp(s, "MIG-", 4) != 0) return 0;
+  const char* p = s + 4;
+  for (int g = 0; g < 5; ++g) {
+    if (g > 0 && *p++ != '-') return 0;
+    for (int i = 0; i < groups[g]; ++i)
+      if (!is_hex(*p++)) return 0;
+  }
+  if (*p != '\0') return 0;
+  /* version nibble: first digit of the third group */
+  return s[4 + 9 + 5] == '5';
+}
+
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    fprintf(stderr, "usage: %s LIBRARY SCRATCH_DIR\n", argv[0]);
+    return 2;
+  }
+  char state[4096];
+  snprintf(state, sizeof(state), "%s/abi-check-state.json", argv[2]);
+  remove(state);
+  unsetenv("MIGD_SIM_STATE");
+  unsetenv("MIGD_SIM_FAULTS");
+  unsetenv("MIGD_SIM_GI_IDS");
+  setenv("MIGD_SIM_FSYNC", "0", 1);
+
+  lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    printf("FAIL: dlopen %s: %s\n0 passed, 1 failed\n", argv[1], dlerror());
+    return 1;
+  }
+  FN(ret_t, nvmlInit_v2, (void));
+  FN(ret_t, nvmlShutdown, (void));
+  FN(const char*, nvmlErrorString, (ret_t));
+  FN(ret_t, nvmlDeviceGetCount_v2, (unsigned*));
+  FN(ret_t, nvmlDeviceGetHandleByIndex_v2, (unsigned, dev_t_*));
+  FN(ret_t, nvmlDeviceGetHandleByUUID, (const char*, dev_t_*));
+  FN(ret_t, nvmlDeviceGetUUID, (dev_t_, char*, unsigned));
+  FN(ret_t, nvmlDeviceGetName, (dev_t_, char*, unsigned));
+  FN(ret_t, nvmlDeviceGetGpuInstanceProfileInfo, (dev_t_, unsigned, void*));
+  FN(ret_t, nvmlDeviceGetGpuInstanceProfileInfoV, (dev_t_, unsigned, void*));
+  FN(ret_t, nvmlDeviceGetGpuInstancePossiblePlacements_v2, (dev_t_, unsigned, place_t*, unsigned*));
+  FN(ret_t, nvmlDeviceGetGpuInstanceRemainingCapacity, (dev_t_, unsigned, unsigned*));
+  FN(ret_t, nvmlDeviceCreateGpuInstanceWithPlacement, (dev_t_, unsigned, const place_t*, gi_t*));
+  FN(ret_t, nvmlGpuInstanceDestroy, (gi_t));
+  FN(ret_t, nvmlGpuInstanceGetInfo, (gi_t, gi_info_t*));
+  FN(ret_t, nvmlDeviceGetGpuInstanceById, (dev_t_, unsigned, gi_t*));
+  FN(ret_t, nvmlGpuInstanceGetComputeInstanceProfileInfoV, (gi_t, unsigned, unsigned, void*));
+  FN(ret_t, nvmlGpuInstanceCreateComputeInstance, (gi_t, unsigned, ci_t*));
+  FN(ret_t, nvmlComputeInstanceDestroy, (ci_t));
+  FN(ret_t, nvmlComputeInstanceGetInfo_v2, (ci_t, ci_info_t*));
+  FN(ret_t, nvmlDeviceGetMigMode, (dev_t_, unsigned*, unsigned*));
+  FN(ret_t, migdSimAttachProcess, (const char*, unsigned, unsigned long long));
+  FN(ret_t, migdSimDetachProcess, (const char*, unsigned));
+  FN(ret_t, nvmlDeviceGetComputeRunningProcesses_v3, (dev_t_, unsigned*, proc_t*));
+  if (failed) {
+    printf("%d passed, %d failed\n", passed, failed);
+    return 1;
+  }
+
+  /* Without MIGD_SIM_STATE the library behaves like a host without a driver. */
+  CHECK(nvmlInit_v2() == DRIVER_NOT_LOADED, "init without MIGD_SIM_STATE");
+
+  setenv("MIGD_SIM_STATE", state, 1);
+  setenv("MIGD_SIM_GPUS", "a100-40gb:1,a30-24gb:1,rtx-pro-6000-blackwell:1", 1);
+  unsigned count = 0;
+  CHECK(nvmlDeviceGetCount_v2(&count) == UNINIT, "call before init -> UNINITIALIZED");
+
+  /* Reference-counted init (nvml.md 7.5). */
+  CHECK(nvmlInit_v2() == OK, "init");
+  CHECK(nvmlInit_v2() == OK, "second init");
+  CHECK(nvmlShutdown() == OK, "first shutdown");
+  CHECK(nvmlDeviceGetCount_v2(&count) == OK && count == 3, "still initialised, 3 GPUs (%u)",
+        count);
+
+  dev_t_ a100 = NULL, a30 = NULL, rtx = NULL;
+  CHECK(nvmlDeviceGetHandleByIndex_v2(0, &a100) == OK, "handle 0");
+  CHECK(nvmlDeviceGetHandleByIndex_v2(1, &a30) == OK, "handle 1");
+  CHECK(nvmlDeviceGetHandleByIndex_v2(2, &rtx) == OK, "handle 2");
+  CHECK(nvmlDeviceGetHandleByIndex_v2(3, &rtx) != OK, "handle 3 refused");
+  nvmlDeviceGetHandleByIndex_v2(2, &rtx);
+  char name[96];
+  CHECK(nvmlDeviceGetName(a100, name, sizeof(name)) == OK && strstr(name, "A100") != NULL,
+        "A100 name '%s'", name);
+  unsigned cur = 9, pend = 9;
+  CHECK(nvmlDeviceGetMigMode(a100, &cur, &pend) == OK && cur == 1 && pend == 1, "MIG on");
+
+  /* Profile info: index is not id (nvml.md 7.1). v1 struct. */
+  gip_v1_t v1;
+  memset(&v1, 0, sizeof(v1));
+  CHECK(nvmlDeviceGetGpuInstanceProfileInfo(a100, 0, &v1) == OK && v1.id == 19 &&
+            v1.sliceCount == 1 && v1.instanceCount == 7 && v1.memorySizeMB == 4864,
+        "A100 1g v1: id %u slices %u inst %u mem %llu", v1.id, v1.sliceCount, v1.instanceCount,
+        v1.memorySizeMB);
+  CHECK(nvmlDeviceGetGpuInstanceProfileInfo(a30, 0, &v1) == OK && v1.id == 14,
+        "A30 1g id 14 (%u)", v1.id);
+  CHECK(nvmlDeviceGetGpuInstanceProfileInfo(a100, 4, &v1) == OK && v1.id == 0 &&
+            v1.sliceCount == 7,
+        "7g id 0");
+
+  /* v2: version word 0x02000098, isP2pSupported @8, sliceCount @12, memory @48, name @56. */
+  unsigned char buf[152];
+  memset(buf, 0, sizeof(buf));
+  unsigned ver = 0x02000098;
+  memcpy(buf, &ver, 4);
+  CHECK(nvmlDeviceGetGpuInstanceProfileInfoV(a100, 2, buf) == OK && rd32(buf, 4) == 9 &&
+            rd32(buf, 12) == 3 && rd32(buf, 16) == 2 && rd64(buf, 48) == 19968 &&
+            strstr((const char*)buf + 56, "3g.20gb") != NULL,
+        "A100 3g v2: id %u slices %u inst %u mem %llu name '%s'", rd32(buf, 4), rd32(buf, 12),
+        rd32(buf, 16), rd64(buf, 48), (const char*)buf + 56);
+  /* v3: 0x03000098, sliceCount @8, memory @40, name @48, capabilities @144. */
+  memset(buf, 0, sizeof(buf));
+  ver = 0x03000098;
+  memcpy(buf, &ver, 4);
+  CHECK(nvmlDeviceGetGpuInstanceProfileInfoV(a100, 2, buf) == OK && rd32(buf, 4) == 9 &&
+            rd32(buf, 8) == 3 && rd32(buf, 12) == 2 && rd64(buf, 40) == 19968 &&
+            strstr((const char*)buf + 48, "3g.20gb") != NULL,
+        "A100 3g v3: id %u slices %u inst %u mem %llu name '%s'", rd32(buf, 4), rd32(buf, 8),
+        rd32(buf, 12), rd64(buf, 40), (const char*)buf + 48);
+  memset(buf, 0, sizeof(buf));
+  memcpy(buf, &ver, 4);
+  CHECK(nvmlDeviceGetGpuInstanceProfileInfoV(rtx, 0x0A, buf) == OK && rd32(buf, 4) == 47 &&
+            (rd32(buf, 144) & 0x2) != 0,
+        "RTX PRO 1g+gfx id 47 with GFX capability (id %u caps %u)", rd32(buf, 4),
+        rd32(buf, 144));
+  memset(buf, 0, sizeof(buf));
+  ver = 0x01000098;
+  memcpy(buf, &ver, 4);
+  CHECK(nvmlDeviceGetGpuInstanceProfileInfoV(a100, 0, buf) == INVAL, "bad version word");
+  memset(buf, 0, sizeof(buf));
+  ver = 0x03000098;
+  memcpy(buf, &ver, 4);
+  CHECK(nvmlDeviceGetGpuInstanceProfileInfoV(a100, 0x5, buf) == NOTSUP, "8-slice: NOT_SUPPORTED");
+  CHECK(nvmlDeviceGetGpuInstanceProfileInfoV(a100, 0x40, buf) == INVAL,
+        "index past the last: INVALID_ARGUMENT");
+
+  /* Placements (memory slices), NULL buffer = count query. */
+  place_t pl[16];
+  unsigned n = 0;
+  CHECK(nvmlDeviceGetGpuInstancePossiblePlacements_v2(a100, 9, NULL, &n) == OK && n == 2,
+        "3g count %u", n);
+  n = 16;
+  CHECK(nvmlDeviceGetGpuInstancePossiblePlacements_v2(a100, 9, pl, &n) == OK && n == 2 &&
+            pl[0].start == 0 && pl[0].size == 4 && pl[1].start == 4 && pl[1].size == 4,
+        "3g placements {0,4}:4");
+  n = 16;
+  CHECK(nvmlDeviceGetGpuInstancePossiblePlacements_v2(rtx, 14, pl, &n) == OK && n == 4 &&
+            pl[1].start == 3 && pl[1].size == 3,
+        "RTX PRO 1g placements {0,3,6,9}:3");
+  n = 16;
+  CHECK(nvmlDeviceGetGpuInstancePossiblePlacements_v2(a30, 5, pl, &n) == OK && n == 2 &&
+            pl[1].start == 2 && pl[1].size == 2,
+        "A30 2g placements {0,2}:2");
+
+  /* Create and destroy semantics (mig-hardware.md 5.1-5.3, 5.7, 5.8). */
+  gi_t g3a = NULL, g3b = NULL, g = NULL;
+  place_t p0 = {0, 4}, p4 = {4, 4}, bad = {1, 4}, one7 = {7, 1};
+  CHECK(nvmlDeviceCreateGpuInstanceWithPlacement(a100, 9, &bad, &g) == INVAL,
+        "unlisted placement -> INVALID_ARGUMENT");
+  CHECK(nvmlDeviceCreateGpuInstanceWithPlacement(a100, 19, &one7, &g) == INVAL,
+        "1g at 7 is unlisted -> INVALID_ARGUMENT");
+  CHECK(nvmlDeviceCreateGpuInstanceWithPlacement(a100, 9, &p0, &g3a) == OK, "3g at 0");
+  CHECK(nvmlDeviceCreateGpuInstanceWithPlacement(a100, 5, &p0, &g) == INSUFF_RES,
+        "4g over 3g -> INSUFFICIENT_RESOURCES");
+  CHECK(nvmlDeviceCreateGpuInstanceWithPlacement(a100, 9, &p4, &g3b) == OK, "3g at 4");
+  gi_info_t gi;
+  memset(&gi, 0, sizeof(gi));
+  CHECK(nvmlGpuInstanceGetInfo(g3a, &gi) == OK && gi.id == 1 && gi.profileId == 9 &&
+            gi.placement.start == 0 && gi.placement.size == 4,
+        "3g@0 GI id %u (1..2 expected: 1)", gi.id);
+  CHECK(nvmlGpuInstanceGetInfo(g3b, &gi) == OK && gi.id == 2, "3g@4 GI id %u", gi.id);
+  unsigned cap = 9;
+  CHECK(nvmlDeviceGetGpuInstanceRemainingCapacity(a100, 19, &cap) == OK && cap == 0,
+        "1g capacity with two 3g: %u", cap);
+
+  /* The default CI of a 3g GI: index 2 (3-slice) -> id from profile info. */
+  unsigned char cibuf[140];
+  memset(cibuf, 0, sizeof(cibuf));
+  ver = 0x0300008C;
+  memcpy(cibuf, &ver, 4);
+  CHECK(nvmlGpuInstanceGetComputeInstanceProfileInfoV(g3a, 2, 0, cibuf) == OK &&
+            rd32(cibuf, 8) == 3,
+        "CI 3-slice profile in a 3g GI (slices %u)", rd32(cibuf, 8));
+  memset(cibuf, 0, sizeof(cibuf));
+  memcpy(cibuf, &ver, 4);
+  CHECK(nvmlGpuInstanceGetComputeInstanceProfileInfoV(g3a, 4, 0, cibuf) == NOTSUP,
+        "7-slice CI in a 3g GI -> NOT_SUPPORTED");
+  memset(cibuf, 0, sizeof(cibuf));
+  memcpy(cibuf, &ver, 4);
+  nvmlGpuInstanceGetComputeInstanceProfileInfoV(g3a, 2, 0, cibuf);
+  ci_t c = NULL;
+  CHECK(nvmlGpuInstanceCreateComputeInstance(g3a, rd32(cibuf, 4), &c) == OK, "create CI");
+  ci_info_t ci;
+  memset(&ci, 0, sizeof(ci));
+  CHECK(nvmlComputeInstanceGetInfo_v2(c, &ci) == OK && ci.id == 0 && ci.device != NULL,
+        "CI info id %u", ci.id);
+  char uuid[96] = {0};
+  CHECK(nvmlDeviceGetUUID(ci.device, uuid, sizeof(uuid)) == OK && valid_mig_uuid(uuid),
+        "MIG UUID format '%s'", uuid);
+  dev_t_ by_uuid = NULL;
+  char uuid2[96] = {0};
+  CHECK(nvmlDeviceGetHandleByUUID(uuid, &by_uuid) == OK &&
+            nvmlDeviceGetUUID(by_uuid, uuid2, sizeof(uuid2)) == OK && strcmp(uuid, uuid2) == 0,
+        "GetHandleByUUID(MIG uuid)");
+  char small[8];
+  CHECK(nvmlDeviceGetUUID(ci.device, small, sizeof(small)) == INSUFF_SIZE,
+        "short UUID buffer -> INSUFFICIENT_SIZE");
+
+  /* Destroy ordering and IN_USE (mig-hardware.md 5.7). */
+  CHECK(nvmlGpuInstanceDestroy(g3a) == IN_USE, "GI destroy with a CI -> IN_USE");
+  CHECK(migdSimAttachProcess(uuid, 4242, 1 << 20) == OK, "attach process");
+  unsigned np = 0;
+  proc_t procs[4];
+  CHECK(nvmlDeviceGetComputeRunningProcesses_v3(ci.device, &np, NULL) == INSUFF_SIZE && np >= 1,
+        "process count query (%u)", np);
+  np = 4;
+  CHECK(nvmlDeviceGetComputeRunningProcesses_v3(ci.device, &np, procs) == OK && np == 1 &&
+            procs[0].pid == 4242,
+        "process listed");
+  CHECK(nvmlComputeInstanceDestroy(c) == IN_USE, "CI destroy with a process -> IN_USE");
+  CHECK(migdSimDetachProcess(uuid, 4242) == OK, "detach process");
+  CHECK(nvmlComputeInstanceDestroy(c) == OK, "CI destroy");
+  CHECK(nvmlComputeInstanceGetInfo_v2(c, &ci) == INVAL, "stale CI handle -> INVALID_ARGUMENT");
+  CHECK(nvmlGpuInstanceDestroy(g3a) == OK, "GI destroy");
+  CHECK(nvmlGpuInstanceGetInfo(g3a, &gi) == INVAL, "stale GI handle -> INVALID_ARGUMENT");
+  CHECK(nvmlDeviceGetGpuInstanceById(a100, 1, &g) == NOTFOUND, "GI 1 gone -> NOT_FOUND");
+  CHECK(nvmlGpuInstanceDestroy(g3b) == OK, "GI destroy 2");
+
+  /* GI ids by size class: 1g at start s -> 7 + s on an 8-unit GPU. */
+  int ids_ok = 1;
+  gi_t ones[7];
+  for (unsigned s = 0; s < 7; ++s) {
+    place_t p = {s, 1};
+    if (nvmlDeviceCreateGpuInstanceWithPlacement(a100, 19, &p, &ones[s]) != OK ||
+        nvmlGpuInstanceGetInfo(ones[s], &gi) != OK || gi.id < 7 || gi.id > 14) {
+      ids_ok = 0;
+    }
+  }
+  CHECK(ids_ok, "seven 1g GIs with ids in 7..14");
+  place_t p6 = {6, 2};
+  CHECK(nvmlDeviceCreateGpuInstanceWithPlacement(a100, 15, &p6, &g) == INSUFF_RES,
+        "1g.10gb at 6:2 over 1g@6 -> INSUFFICIENT_RESOURCES");
+  gi_t extra = NULL;
+  place_t p0_1 = {0, 1};
+  CHECK(nvmlDeviceCreateGpuInstanceWithPlacement(a100, 19, &p0_1, &extra) == INSUFF_RES,
+        "eighth 1g -> INSUFFICIENT_RESOURCES");
+  for (unsigned s = 0; s < 7; ++s) nvmlGpuInstanceDestroy(ones[s]);
+
+  /* A30: 2g at 2:2 gets GI 2; RTX PRO 6000: 1g at 3:3 gets GI 4. */
+  place_t a30p = {2, 2};
+  CHECK(nvmlDeviceCreateGpuInstanceWithPlacement(a30, 5, &a30p, &g) == OK &&
+            nvmlGpuInstanceGetInfo(g, &gi) == OK && gi.id == 2,
+        "A30 2g@2 GI id %u", gi.id);
+  nvmlGpuInstanceDestroy(g);
+  place_t rtxp = {3, 3};
+  CHECK(nvmlDeviceCreateGpuInstanceWithPlacement(rtx, 14, &rtxp, &g) == OK &&
+            nvmlGpuInstanceGetInfo(g, &gi) == OK && gi.id == 4,
+        "RTX PRO 1g@3 GI id %u", gi.id);
+  nvmlGpuInstanceDestroy(g);
+
+  CHECK(strlen(nvmlErrorString(INSUFF_RES)) > 0, "error string");
+  CHECK(nvmlShutdown() == OK, "final shutdown");
+  CHECK(nvmlDeviceGetCount_v2(&count) == UNINIT, "after final shutdown -> UNINITIALIZED");
+  CHECK(nvmlShutdown() == OK, "extra shutdown reports no error");
+
+  printf("%d passed, %d failed\n", passed, failed);
+  return failed == 0 ? 0 : 1;
+}

@@ -1,0 +1,674 @@
+// NvmlDriver against the simulator's NVML C ABI (libnvidia-ml-sim.so), loaded
+// by path exactly like the real libnvidia-ml.so.1: profiles compared with the
+// catalogue, every maximal layout created and destroyed with explicit
+// placements, NVML error codes and names, IN_USE with attached processes,
+// persistence across processes (migctl as a child), injected faults, the
+// v3 -> v2 profile-info fallback, the R470 library through the v1 fallbacks,
+// and the exact NVML call counts of one create and one destroy.
+//
+// Each test uses its own state file in a temp dir; the simulator reads its
+// MIGD_SIM_* variables at the first nvmlInit of a process, so they are set
+// before the session opens and the session is closed after each test.
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "base/file_util.h"
+#include "driver/nvml/nvml_driver.h"
+#include "mig/catalog.h"
+#include "mig/layout.h"
+#include "testing/status_matchers.h"
+#include "testing/temp_dir.h"
+
+namespace migd::driver {
+namespace {
+
+using ::migd::testing::IsOk;
+using ::migd::testing::StatusIs;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::UnorderedElementsAreArray;
+
+const GpuIndex kGpu0(0);
+
+constexpr const char* kSimEnv[] = {"MIGD_SIM_STATE",  "MIGD_SIM_GPUS",
+                                   "MIGD_SIM_FAULTS", "MIGD_SIM_PROFILE_INFO_MAX_VERSION",
+                                   "MIGD_SIM_FSYNC",  "MIGD_SIM_LATENCY_MS",
+                                   "MIGD_SIM_GI_IDS", "MIGD_SIM_NONCE"};
+
+void ClearSimEnv() {
+  for (const char* name : kSimEnv) unsetenv(name);
+}
+
+// The counters that changed between two snapshots (ours or the simulator's).
+using Counts = std::map<std::pair<std::string, std::string>, uint64_t>;
+Counts ToCounts(const std::vector<NvmlCallCount>& rows) {
+  Counts c;
+  for (const NvmlCallCount& r : rows) c[{r.function, r.result}] = r.count;
+  return c;
+}
+uint64_t Get(const Counts& c, const std::string& fn, const std::string& result) {
+  auto it = c.find({fn, result});
+  return it == c.end() ? 0 : it->second;
+}
+Counts Delta(const Counts& before, const Counts& after) {
+  Counts d;
+  for (const auto& [key, n] : after) {
+    auto it = before.find(key);
+    const uint64_t prev = it == before.end() ? 0 : it->second;
+    if (n != prev) d[key] = n - prev;
+  }
+  return d;
+}
+
+struct ChildResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+// fork+exec of `argv` with this process's environment; stdout/stderr are
+// captured through files in `dir`.
+ChildResult RunChild(const std::vector<std::string>& argv, const migd::testing::TempDir& dir) {
+  const std::string out_path = dir.Join("child.out");
+  const std::string err_path = dir.Join("child.err");
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    const int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (out < 0 || err < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0) _exit(126);
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  ChildResult r;
+  int status = 0;
+  if (pid < 0 || waitpid(pid, &status, 0) != pid) return r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = ReadFileToString(out_path).value_or("");
+  r.err = ReadFileToString(err_path).value_or("");
+  return r;
+}
+
+class NvmlSimTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ClearSimEnv(); }
+  void TearDown() override {
+    Stop();
+    ClearSimEnv();
+  }
+
+  // Creates the simulated machine `gpus` (on first use of the state file) and
+  // opens a session on `library`.
+  void Start(const std::string& gpus, const char* library = MIGD_SIM_LIBRARY,
+             const std::map<std::string, std::string>& extra_env = {}) {
+    setenv("MIGD_SIM_STATE", state_path().c_str(), 1);
+    setenv("MIGD_SIM_GPUS", gpus.c_str(), 1);
+    setenv("MIGD_SIM_FSYNC", "0", 1);
+    for (const auto& [k, v] : extra_env) setenv(k.c_str(), v.c_str(), 1);
+    Open(library);
+  }
+  void Open(const char* library = MIGD_SIM_LIBRARY) {
+    auto lib = NvmlLibrary::Load(library);
+    ASSERT_TRUE(lib.ok()) << lib.status();
+    session_ = std::make_shared<NvmlSession>(*lib);
+    ASSERT_THAT(session_->Open(), IsOk());
+    driver_ = std::make_unique<NvmlDriver>(session_);
+  }
+  // Closes the session and unloads the library.
+  void Stop() {
+    driver_.reset();
+    if (session_ != nullptr) {
+      EXPECT_THAT(session_->Close(), IsOk());
+    }
+    session_.reset();
+  }
+
+  std::string state_path() const { return dir_.Join("state.json"); }
+
+  // The simulator's own counters ("counters" of the state file).
+  Counts SimCounts() const {
+    Counts c;
+    auto text = ReadFileToString(state_path());
+    if (!text.ok()) return c;
+    const nlohmann::json doc = nlohmann::json::parse(*text);
+    for (const auto& [fn, results] : doc.at("counters").items()) {
+      for (const auto& [res, n] : results.items()) c[{fn, res}] = n.get<uint64_t>();
+    }
+    return c;
+  }
+  Counts OurCounts() const { return ToCounts(driver_->CallCounts()); }
+
+  // Calls an exported migdSim* control of the loaded simulator library.
+  nvmlReturn_t AttachProcess(const MigUuid& mig, unsigned int pid, unsigned long long bytes,
+                             const char* library = MIGD_SIM_LIBRARY) {
+    void* h = dlopen(library, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+    if (h == nullptr) return NVML_ERROR_LIBRARY_NOT_FOUND;
+    using Fn = nvmlReturn_t (*)(const char*, unsigned int, unsigned long long);
+    auto fn = reinterpret_cast<Fn>(dlsym(h, "migdSimAttachProcess"));
+    const nvmlReturn_t r = fn != nullptr ? fn(mig.value().c_str(), pid, bytes)
+                                         : NVML_ERROR_FUNCTION_NOT_FOUND;
+    dlclose(h);
+    return r;
+  }
+  nvmlReturn_t DetachProcess(const MigUuid& mig, unsigned int pid) {
+    void* h = dlopen(MIGD_SIM_LIBRARY, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+    if (h == nullptr) return NVML_ERROR_LIBRARY_NOT_FOUND;
+    using Fn = nvmlReturn_t (*)(const char*, unsigned int);
+    auto fn = reinterpret_cast<Fn>(dlsym(h, "migdSimDetachProcess"));
+    const nvmlReturn_t r =
+        fn != nullptr ? fn(mig.value().c_str(), pid) : NVML_ERROR_FUNCTION_NOT_FOUND;
+    dlclose(h);
+    return r;
+  }
+
+  // Creates a GI and its default CI.
+  std::pair<GpuInstanceInfo, ComputeInstanceInfo> CreatePair(GiProfileId profile,
+                                                             mig::Placement placement) {
+    auto gi = driver_->CreateGi(kGpu0, profile, placement);
+    EXPECT_TRUE(gi.ok()) << gi.status();
+    if (!gi.ok()) return {};
+    auto ci = driver_->CreateCi(kGpu0, gi->id);
+    EXPECT_TRUE(ci.ok()) << ci.status();
+    if (!ci.ok()) return {*gi, {}};
+    return {*gi, *ci};
+  }
+
+  migd::testing::TempDir dir_;
+  std::shared_ptr<NvmlSession> session_;
+  std::unique_ptr<NvmlDriver> driver_;
+};
+
+// ---- Per-model tests -------------------------------------------------------
+
+class NvmlSimModelTest : public NvmlSimTest, public ::testing::WithParamInterface<std::string> {
+ protected:
+  const mig::GpuModel& model() const {
+    const mig::GpuModel* m = mig::Catalog::Default().FindModel(GetParam());
+    EXPECT_NE(m, nullptr) << GetParam();
+    return *m;
+  }
+};
+
+TEST_P(NvmlSimModelTest, ListsGpuAndProfilesLikeTheCatalogue) {
+  Start(GetParam() + ":1");
+  const mig::GpuModel& m = model();
+  MIGD_ASSERT_OK_AND_ASSIGN(auto gpus, driver_->ListGpus());
+  ASSERT_EQ(gpus.size(), 1u);
+  const GpuInfo& g = gpus[0];
+  EXPECT_TRUE(IsValidGpuUuid(g.uuid.value())) << g.uuid;
+  EXPECT_THAT(m.names, ::testing::Contains(g.name));
+  EXPECT_THAT(m.pci_device_ids, ::testing::Contains(g.pci_device_id));
+  EXPECT_FALSE(g.pci_bus_id.empty());
+  EXPECT_EQ(g.memory_total_mib, m.memory_mib);
+  EXPECT_TRUE(g.mig.supported);
+  EXPECT_EQ(g.mig.current, MigMode::kEnabled);
+
+  MIGD_ASSERT_OK_AND_ASSIGN(auto profiles, driver_->GetGiProfiles(kGpu0));
+  ASSERT_EQ(profiles.size(), m.gi_profiles.size());
+  for (const GiProfileInfo& p : profiles) {
+    SCOPED_TRACE(p.name);
+    const mig::GiProfile* k = m.FindProfileById(p.id);
+    ASSERT_NE(k, nullptr) << "profile id " << p.id;
+    EXPECT_EQ(p.index, k->index);
+    EXPECT_EQ(m.FindProfileByName(p.name), k);  // name or alias, "MIG " stripped
+    EXPECT_EQ(p.slice_count, k->slice_count);
+    EXPECT_EQ(p.instance_count, k->instance_count);
+    EXPECT_EQ(p.memory_mib, k->memory_mib);
+    EXPECT_EQ(p.multiprocessor_count, k->sm_count);
+    EXPECT_EQ(p.copy_engines, k->engines.copy_engines);
+    EXPECT_EQ(p.decoders, k->engines.decoders);
+    EXPECT_EQ(p.encoders, k->engines.encoders);
+    EXPECT_EQ(p.jpeg, k->engines.jpeg);
+    EXPECT_EQ(p.ofa, k->engines.ofa);
+    EXPECT_EQ(p.gfx_capable, k->variant == mig::Variant::kGfx);
+    EXPECT_EQ(p.info_version, 3);
+    EXPECT_EQ(p.placements, k->placements);
+    MIGD_ASSERT_OK_AND_ASSIGN(auto placements, driver_->GetGiPossiblePlacements(kGpu0, p.id));
+    EXPECT_EQ(placements, k->placements);
+  }
+  MIGD_ASSERT_OK_AND_ASSIGN(auto none, driver_->ListGpuInstances(kGpu0));
+  EXPECT_THAT(none, IsEmpty());
+}
+
+TEST_P(NvmlSimModelTest, CreatesAndDestroysEveryMaximalLayout) {
+  Start(GetParam() + ":1");
+  const mig::GpuModel& m = model();
+  const auto base = mig::ProfilesOfVariants(m, {mig::Variant::kBase});
+  std::vector<mig::Layout> maximal;
+  for (mig::Layout& l : mig::EnumerateLayouts(m, base)) {
+    if (!l.instances().empty() && l.IsMaximal(base)) maximal.push_back(std::move(l));
+  }
+  // mig-hardware.md §4: 19 maximal layouts on 8-unit GPUs, 5 on A30/RTX PRO.
+  EXPECT_EQ(maximal.size(), m.memory_slices == 8 ? 19u : 5u);
+
+  std::set<std::string> uuids_seen;
+  for (const mig::Layout& layout : maximal) {
+    SCOPED_TRACE(layout.ToString());
+    using Key = std::pair<uint32_t, mig::Placement>;
+    std::vector<Key> want;
+    std::map<uint32_t, ComputeInstanceInfo> cis_by_gi;
+    for (const mig::PlacedGi& pg : layout.instances()) {
+      MIGD_ASSERT_OK_AND_ASSIGN(auto gi, driver_->CreateGi(kGpu0, pg.profile->id, pg.placement));
+      EXPECT_EQ(gi.placement, pg.placement);
+      EXPECT_EQ(gi.profile_id, pg.profile->id);
+      MIGD_ASSERT_OK_AND_ASSIGN(auto ci, driver_->CreateCi(kGpu0, gi.id));
+      if (const mig::CiProfile* def = pg.profile->DefaultCi()) {
+        EXPECT_EQ(ci.profile_id, def->id);
+      }
+      EXPECT_EQ(ci.placement, (mig::Placement{0, pg.profile->slice_count}));
+      EXPECT_TRUE(IsValidMigUuid(ci.mig_uuid.value())) << ci.mig_uuid;
+      uuids_seen.insert(ci.mig_uuid.value());
+      want.push_back({pg.profile->id.value(), pg.placement});
+      cis_by_gi[gi.id.value()] = ci;
+    }
+    MIGD_ASSERT_OK_AND_ASSIGN(auto listed, driver_->ListGpuInstances(kGpu0));
+    std::vector<Key> got;
+    for (const GpuInstanceInfo& gi : listed) {
+      got.push_back({gi.profile_id.value(), gi.placement});
+      ASSERT_EQ(gi.compute_instances.size(), 1u) << "GI " << gi.id;
+      EXPECT_EQ(gi.compute_instances[0].mig_uuid, cis_by_gi.at(gi.id.value()).mig_uuid);
+      EXPECT_EQ(gi.compute_instances[0].id, cis_by_gi.at(gi.id.value()).id);
+    }
+    EXPECT_THAT(got, UnorderedElementsAreArray(want));
+    EXPECT_TRUE(std::is_sorted(listed.begin(), listed.end(),
+                               [](const auto& a, const auto& b) { return a.id < b.id; }));
+    for (const GpuInstanceInfo& gi : listed) {
+      ASSERT_THAT(driver_->DestroyCi(kGpu0, gi.id, gi.compute_instances[0].id), IsOk());
+      ASSERT_THAT(driver_->DestroyGi(kGpu0, gi.id), IsOk());
+    }
+    MIGD_ASSERT_OK_AND_ASSIGN(auto after, driver_->ListGpuInstances(kGpu0));
+    EXPECT_THAT(after, IsEmpty());
+  }
+  EXPECT_GT(uuids_seen.size(), 1u);
+}
+
+std::string ModelName(const ::testing::TestParamInfo<std::string>& info) {
+  std::string s = info.param;
+  std::replace(s.begin(), s.end(), '-', '_');
+  return s;
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, NvmlSimModelTest,
+                         ::testing::Values("a100-40gb", "h100-80gb", "h200-141gb", "a30-24gb",
+                                           "rtx-pro-6000-blackwell"),
+                         ModelName);
+
+// ---- Error codes -----------------------------------------------------------
+
+TEST_F(NvmlSimTest, OverlapIsResourceExhausted) {
+  Start("a100-40gb:1");
+  CreatePair(GiProfileId(9), {4, 4});  // 3g@4
+  EXPECT_THAT(driver_->CreateGi(kGpu0, GiProfileId(19), {5, 1}),
+              StatusIs(StatusCode::kResourceExhausted,
+                       AllOf(HasSubstr("creating GI profile 19 at 5:1 on GPU 0"),
+                             HasSubstr("NVML_ERROR_INSUFFICIENT_RESOURCES"))));
+  // The instance cap: one 7g, one 4g.
+  EXPECT_THAT(driver_->CreateGi(kGpu0, GiProfileId(5), {0, 4}), IsOk());
+  EXPECT_THAT(driver_->CreateGi(kGpu0, GiProfileId(0), {0, 8}),
+              StatusIs(StatusCode::kResourceExhausted,
+                       HasSubstr("NVML_ERROR_INSUFFICIENT_RESOURCES")));
+}
+
+TEST_F(NvmlSimTest, UnlistedPlacementIsInvalidArgument) {
+  Start("a100-40gb:1");
+  EXPECT_THAT(driver_->CreateGi(kGpu0, GiProfileId(9), {2, 4}),
+              StatusIs(StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("creating GI profile 9 at 2:4"),
+                             HasSubstr("NVML_ERROR_INVALID_ARGUMENT"))));
+  EXPECT_THAT(driver_->CreateGi(kGpu0, GiProfileId(19), {7, 1}),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("NVML_ERROR_INVALID_ARGUMENT")));
+  MIGD_ASSERT_OK_AND_ASSIGN(auto gis, driver_->ListGpuInstances(kGpu0));
+  EXPECT_THAT(gis, IsEmpty());
+}
+
+TEST_F(NvmlSimTest, MissingInstancesAreNotFound) {
+  Start("a100-40gb:1");
+  auto [gi, ci] = CreatePair(GiProfileId(19), {0, 1});
+  EXPECT_THAT(driver_->DestroyGi(kGpu0, NvmlGiId(14)),
+              StatusIs(StatusCode::kNotFound, HasSubstr("NVML_ERROR_NOT_FOUND")));
+  EXPECT_THAT(driver_->DestroyCi(kGpu0, gi.id, NvmlCiId(5)),
+              StatusIs(StatusCode::kNotFound, HasSubstr("looking up CI 5")));
+  EXPECT_THAT(driver_->CreateCi(kGpu0, NvmlGiId(14)), StatusIs(StatusCode::kNotFound, ::testing::_));
+  ASSERT_THAT(driver_->DestroyCi(kGpu0, gi.id, ci.id), IsOk());
+  EXPECT_THAT(driver_->DestroyCi(kGpu0, gi.id, ci.id),
+              StatusIs(StatusCode::kNotFound, ::testing::_));  // already gone
+  ASSERT_THAT(driver_->DestroyGi(kGpu0, gi.id), IsOk());
+  EXPECT_THAT(driver_->DestroyGi(kGpu0, gi.id), StatusIs(StatusCode::kNotFound, ::testing::_));
+}
+
+TEST_F(NvmlSimTest, DestroyWithProcessesKeepsInUse) {
+  Start("h100-80gb:1");
+  auto [gi, ci] = CreatePair(GiProfileId(14), {2, 2});
+  ASSERT_EQ(AttachProcess(ci.mig_uuid, 4242, 3ull << 30), NVML_SUCCESS);
+  MIGD_ASSERT_OK_AND_ASSIGN(auto procs, driver_->ListProcesses(kGpu0, gi.id, ci.id));
+  ASSERT_EQ(procs.size(), 1u);
+  EXPECT_EQ(procs[0].pid, 4242u);
+  EXPECT_EQ(procs[0].used_gpu_memory_bytes, 3ull << 30);
+  EXPECT_THAT(driver_->DestroyCi(kGpu0, gi.id, ci.id),
+              StatusIs(StatusCode::kFailedPrecondition,
+                       AllOf(HasSubstr("destroying CI"), HasSubstr("NVML_ERROR_IN_USE"))));
+  EXPECT_THAT(driver_->DestroyGi(kGpu0, gi.id),
+              StatusIs(StatusCode::kFailedPrecondition, HasSubstr("NVML_ERROR_IN_USE")));
+  ASSERT_EQ(DetachProcess(ci.mig_uuid, 4242), NVML_SUCCESS);
+  MIGD_ASSERT_OK_AND_ASSIGN(auto none, driver_->ListProcesses(kGpu0, gi.id, ci.id));
+  EXPECT_THAT(none, IsEmpty());
+  EXPECT_THAT(driver_->DestroyCi(kGpu0, gi.id, ci.id), IsOk());
+  EXPECT_THAT(driver_->DestroyGi(kGpu0, gi.id), IsOk());
+}
+
+TEST_F(NvmlSimTest, DoubleMemoryOneSliceGetsRev1ComputeInstance) {
+  Start("h100-80gb:1");
+  auto [gi, ci] = CreatePair(GiProfileId(15), {6, 2});
+  EXPECT_EQ(ci.profile_id, CiProfileId(7));
+  MIGD_ASSERT_OK_AND_ASSIGN(auto cis, driver_->GetCiProfiles(kGpu0, gi.id));
+  EXPECT_THAT(cis, ::testing::Contains(::testing::Field(&CiProfileInfo::index,
+                                                        CiProfileIndex(7))));
+}
+
+TEST_F(NvmlSimTest, MigOffGpuSaysSoAndStillListsProfiles) {
+  Start("a100-40gb:1:mig-off");
+  MIGD_ASSERT_OK_AND_ASSIGN(auto gpus, driver_->ListGpus());
+  ASSERT_EQ(gpus.size(), 1u);
+  EXPECT_TRUE(gpus[0].mig.supported);
+  EXPECT_EQ(gpus[0].mig.current, MigMode::kDisabled);
+  EXPECT_THAT(driver_->GetGiProfiles(kGpu0),
+              StatusIs(StatusCode::kFailedPrecondition, HasSubstr("MIG mode is disabled")));
+  EXPECT_THAT(driver_->CreateGi(kGpu0, GiProfileId(19), {0, 1}),
+              StatusIs(StatusCode::kFailedPrecondition, HasSubstr("NVML_ERROR_NOT_SUPPORTED")));
+  MIGD_ASSERT_OK_AND_ASSIGN(auto profiles, driver_->GetGiProfilesWithoutMig(kGpu0));
+  EXPECT_EQ(profiles.size(),
+            mig::Catalog::Default().FindModel("a100-40gb")->gi_profiles.size());
+}
+
+// ---- Persistence -----------------------------------------------------------
+
+TEST_F(NvmlSimTest, StateSurvivesANewSessionAndANewProcess) {
+  Start("a100-40gb:1");
+  auto [gi, ci] = CreatePair(GiProfileId(9), {0, 4});
+  MIGD_ASSERT_OK_AND_ASSIGN(auto bare, driver_->CreateGi(kGpu0, GiProfileId(19), {5, 1}));
+  MIGD_ASSERT_OK_AND_ASSIGN(auto before, driver_->ListGpuInstances(kGpu0));
+  Stop();
+
+  // A new process: migctl probe, read-only.
+  const ChildResult probe = RunChild(
+      {MIGD_MIGCTL, "probe", "--nvml-library", MIGD_SIM_LIBRARY, "-o", "json",
+       "--compare-catalog"},
+      dir_);
+  ASSERT_EQ(probe.exit_code, 0) << probe.err;
+  const nlohmann::json doc = nlohmann::json::parse(probe.out);
+  ASSERT_EQ(doc["gpus"].size(), 1u);
+  const auto& instances = doc["gpus"][0]["instances"];
+  ASSERT_EQ(instances.size(), 2u);
+  EXPECT_EQ(instances[0]["gi_id"], std::min(gi.id.value(), bare.id.value()));
+  bool found_pair = false;
+  for (const auto& i : instances) {
+    if (i["gi_id"] == gi.id.value()) {
+      EXPECT_EQ(i["placement"]["start"], 0);
+      EXPECT_EQ(i["placement"]["size"], 4);
+      EXPECT_EQ(i["profile_name"], "3g.20gb");
+      ASSERT_EQ(i["compute_instances"].size(), 1u);
+      EXPECT_EQ(i["compute_instances"][0]["mig_uuid"], ci.mig_uuid.value());
+      found_pair = true;
+    } else {
+      EXPECT_EQ(i["gi_id"], bare.id.value());
+      EXPECT_THAT(i["compute_instances"], IsEmpty());
+    }
+  }
+  EXPECT_TRUE(found_pair);
+  EXPECT_EQ(doc["gpus"][0]["catalog"]["identical"], true);
+
+  // `migctl sim-stats` reads the counters the child and this process left.
+  const ChildResult stats =
+      RunChild({MIGD_MIGCTL, "sim-stats", "--state", state_path(), "-o", "json"}, dir_);
+  ASSERT_EQ(stats.exit_code, 0) << stats.err;
+  const nlohmann::json counters = nlohmann::json::parse(stats.out)["counters"];
+  EXPECT_EQ(counters["nvmlDeviceCreateGpuInstanceWithPlacement"]["SUCCESS"], 2);
+  EXPECT_EQ(counters["nvmlInit_v2"]["SUCCESS"], 2);  // this process + migctl probe
+  EXPECT_EQ(counters["nvmlShutdown"]["SUCCESS"], 2);
+  EXPECT_FALSE(counters.contains("nvmlDeviceSetMigMode"));
+  EXPECT_FALSE(counters.contains("nvmlGpuInstanceDestroy"));  // probe is read-only
+
+  // A fresh session in this process sees the same instances.
+  Open();
+  MIGD_ASSERT_OK_AND_ASSIGN(auto after, driver_->ListGpuInstances(kGpu0));
+  ASSERT_EQ(after.size(), before.size());
+  for (size_t i = 0; i < after.size(); ++i) {
+    EXPECT_EQ(after[i].id, before[i].id);
+    EXPECT_EQ(after[i].placement, before[i].placement);
+    ASSERT_EQ(after[i].compute_instances.size(), before[i].compute_instances.size());
+    if (!after[i].compute_instances.empty()) {
+      EXPECT_EQ(after[i].compute_instances[0].mig_uuid, before[i].compute_instances[0].mig_uuid);
+    }
+  }
+}
+
+// ---- Fault injection --------------------------------------------------------
+
+// MIGD_SIM_FAULTS "@N" counts the calls of a function per process for as long
+// as the simulator stays loaded, i.e. for the whole test binary (NvmlLibrary
+// never unloads NVML). A rule with @N is therefore exercised in a fresh
+// process: the test binary itself, running one DISABLED_ scenario.
+void ExpectScenarioPassesInFreshProcess(const std::string& scenario,
+                                        const migd::testing::TempDir& dir) {
+  const ChildResult r = RunChild({"/proc/self/exe", "--gtest_filter=NvmlSimTest." + scenario,
+                                  "--gtest_also_run_disabled_tests"},
+                                 dir);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("[  PASSED  ] 1 test")) << r.out;
+}
+
+TEST_F(NvmlSimTest, InjectedFaultsSurfaceWithTheirNvmlName) {
+  ExpectScenarioPassesInFreshProcess("DISABLED_FaultOnSecondGiDestroy", dir_);
+}
+
+TEST_F(NvmlSimTest, DISABLED_FaultOnSecondGiDestroy) {
+  Start("a100-40gb:1", MIGD_SIM_LIBRARY,
+        {{"MIGD_SIM_FAULTS", "nvmlGpuInstanceDestroy=IN_USE@2"}});
+  auto [a, a_ci] = CreatePair(GiProfileId(19), {0, 1});
+  auto [b, b_ci] = CreatePair(GiProfileId(19), {1, 1});
+  ASSERT_THAT(driver_->DestroyCi(kGpu0, a.id, a_ci.id), IsOk());
+  ASSERT_THAT(driver_->DestroyCi(kGpu0, b.id, b_ci.id), IsOk());
+  EXPECT_THAT(driver_->DestroyGi(kGpu0, a.id), IsOk());  // 1st call
+  EXPECT_THAT(driver_->DestroyGi(kGpu0, b.id),           // 2nd call: injected
+              StatusIs(StatusCode::kFailedPrecondition,
+                       AllOf(HasSubstr("destroying GI"),
+                             HasSubstr("NVML_ERROR_IN_USE (In use by another client)"))));
+  EXPECT_THAT(driver_->DestroyGi(kGpu0, b.id), IsOk());  // 3rd call
+  EXPECT_EQ(Get(SimCounts(), "nvmlGpuInstanceDestroy", "ERROR_IN_USE"), 1u);
+  EXPECT_EQ(Get(OurCounts(), "nvmlGpuInstanceDestroy", "ERROR_IN_USE"), 1u);
+}
+
+TEST_F(NvmlSimTest, FaultAfterCiCreationRollsTheCiBack) {
+  ExpectScenarioPassesInFreshProcess("DISABLED_FaultOnFirstCiInfo", dir_);
+}
+
+TEST_F(NvmlSimTest, DISABLED_FaultOnFirstCiInfo) {
+  Start("h100-80gb:1", MIGD_SIM_LIBRARY,
+        {{"MIGD_SIM_FAULTS", "nvmlComputeInstanceGetInfo_v2=GPU_IS_LOST@1"}});
+  MIGD_ASSERT_OK_AND_ASSIGN(auto gi, driver_->CreateGi(kGpu0, GiProfileId(9), {4, 4}));
+  EXPECT_THAT(driver_->CreateCi(kGpu0, gi.id),
+              StatusIs(StatusCode::kFailedPrecondition,
+                       AllOf(HasSubstr("NVML_ERROR_GPU_IS_LOST"),
+                             HasSubstr("the new CI was destroyed"))));
+  MIGD_ASSERT_OK_AND_ASSIGN(auto gis, driver_->ListGpuInstances(kGpu0));
+  ASSERT_EQ(gis.size(), 1u);
+  EXPECT_THAT(gis[0].compute_instances, IsEmpty());
+  EXPECT_EQ(Get(SimCounts(), "nvmlComputeInstanceDestroy", "SUCCESS"), 1u);
+  // A second try succeeds (the fault was @1 only).
+  EXPECT_THAT(driver_->CreateCi(kGpu0, gi.id), IsOk());
+}
+
+TEST_F(NvmlSimTest, CreateFaultOnEveryCall) {
+  Start("a100-40gb:1", MIGD_SIM_LIBRARY,
+        {{"MIGD_SIM_FAULTS", "nvmlDeviceCreateGpuInstanceWithPlacement=NO_PERMISSION"}});
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_THAT(driver_->CreateGi(kGpu0, GiProfileId(0), {0, 8}),
+                StatusIs(StatusCode::kPermissionDenied, HasSubstr("NVML_ERROR_NO_PERMISSION")));
+  }
+}
+
+// ---- Struct and symbol fallbacks ---------------------------------------------
+
+TEST_F(NvmlSimTest, ProfileInfoFallsBackFromV3ToV2) {
+  Start("h100-80gb:1", MIGD_SIM_LIBRARY, {{"MIGD_SIM_PROFILE_INFO_MAX_VERSION", "2"}});
+  const mig::GpuModel& m = *mig::Catalog::Default().FindModel("h100-80gb");
+  MIGD_ASSERT_OK_AND_ASSIGN(auto profiles, driver_->GetGiProfiles(kGpu0));
+  ASSERT_EQ(profiles.size(), m.gi_profiles.size());
+  for (const GiProfileInfo& p : profiles) {
+    SCOPED_TRACE(p.name);
+    const mig::GiProfile* k = m.FindProfileById(p.id);
+    ASSERT_NE(k, nullptr);
+    EXPECT_EQ(p.info_version, 2);
+    // Decoded with the v2 layout: a v3 decode would shift every field.
+    EXPECT_EQ(m.FindProfileByName(p.name), k);
+    EXPECT_EQ(p.slice_count, k->slice_count);
+    EXPECT_EQ(p.instance_count, k->instance_count);
+    EXPECT_EQ(p.memory_mib, k->memory_mib);
+    EXPECT_EQ(p.multiprocessor_count, k->sm_count);
+    EXPECT_EQ(p.ofa, k->engines.ofa);
+  }
+  // The v3 word was rejected once, then v2 was used for every index.
+  const Counts ours = OurCounts();
+  uint64_t rejected = 0;
+  for (const auto& [key, n] : ours) {
+    if (key.first == "nvmlDeviceGetGpuInstanceProfileInfoV" &&
+        (key.second == "ERROR_INVALID_ARGUMENT" ||
+         key.second == "ERROR_ARGUMENT_VERSION_MISMATCH")) {
+      rejected += n;
+    }
+  }
+  EXPECT_EQ(rejected, 2u);  // the v3 rejection + the end of the index walk
+  // CI profile info falls back the same way; the default CIs are right.
+  auto [gi, ci] = CreatePair(GiProfileId(15), {0, 2});
+  EXPECT_EQ(ci.profile_id, CiProfileId(7));
+  MIGD_ASSERT_OK_AND_ASSIGN(auto cis, driver_->GetCiProfiles(kGpu0, gi.id));
+  for (const CiProfileInfo& c : cis) EXPECT_EQ(c.info_version, 2);
+  auto [gi3, ci3] = CreatePair(GiProfileId(9), {4, 4});
+  EXPECT_EQ(ci3.profile_id, CiProfileId(2));
+  EXPECT_EQ(ci3.placement, (mig::Placement{0, 3}));
+}
+
+TEST_F(NvmlSimTest, LegacyR470LibraryWorksThroughV1Fallbacks) {
+  Start("a100-40gb:1", MIGD_SIM_LEGACY_LIBRARY);
+  std::map<std::string, std::string> bound;
+  for (const NvmlBinding& b : driver_->Bindings()) bound[b.function] = b.bound;
+  EXPECT_EQ(bound["nvmlDeviceGetGpuInstanceProfileInfoV"], "nvmlDeviceGetGpuInstanceProfileInfo");
+  EXPECT_EQ(bound["nvmlGpuInstanceGetComputeInstanceProfileInfoV"],
+            "nvmlGpuInstanceGetComputeInstanceProfileInfo");
+  EXPECT_EQ(bound["nvmlDeviceGetComputeRunningProcesses_v3"],
+            "nvmlDeviceGetComputeRunningProcesses_v2");
+  EXPECT_EQ(bound["nvmlDeviceCreateGpuInstanceWithPlacement"],
+            "nvmlDeviceCreateGpuInstanceWithPlacement");
+  MIGD_ASSERT_OK_AND_ASSIGN(auto versions, driver_->GetVersions());
+  EXPECT_THAT(versions.driver, ::testing::StartsWith("470."));
+
+  const mig::GpuModel& m = *mig::Catalog::Default().FindModel("a100-40gb");
+  MIGD_ASSERT_OK_AND_ASSIGN(auto profiles, driver_->GetGiProfiles(kGpu0));
+  ASSERT_EQ(profiles.size(), m.gi_profiles.size());
+  for (const GiProfileInfo& p : profiles) {
+    const mig::GiProfile* k = m.FindProfileById(p.id);
+    ASSERT_NE(k, nullptr);
+    EXPECT_EQ(p.info_version, 1);
+    EXPECT_EQ(p.name, "");  // the v1 struct has no name
+    EXPECT_EQ(p.slice_count, k->slice_count);
+    EXPECT_EQ(p.memory_mib, k->memory_mib);
+    EXPECT_EQ(p.placements, k->placements);
+  }
+  auto [gi, ci] = CreatePair(GiProfileId(14), {2, 2});
+  EXPECT_EQ(ci.profile_id, CiProfileId(1));
+  EXPECT_TRUE(IsValidMigUuid(ci.mig_uuid.value()));
+  MIGD_ASSERT_OK_AND_ASSIGN(auto cis, driver_->GetCiProfiles(kGpu0, gi.id));
+  for (const CiProfileInfo& c : cis) EXPECT_EQ(c.info_version, 1);
+  ASSERT_EQ(AttachProcess(ci.mig_uuid, 99, 1ull << 20, MIGD_SIM_LEGACY_LIBRARY), NVML_SUCCESS);
+  MIGD_ASSERT_OK_AND_ASSIGN(auto procs, driver_->ListProcesses(kGpu0, gi.id, ci.id));
+  ASSERT_EQ(procs.size(), 1u);
+  EXPECT_EQ(procs[0].pid, 99u);
+  MIGD_ASSERT_OK_AND_ASSIGN(auto gis, driver_->ListGpuInstances(kGpu0));
+  ASSERT_EQ(gis.size(), 1u);
+  ASSERT_EQ(gis[0].compute_instances.size(), 1u);
+  EXPECT_EQ(gis[0].compute_instances[0].mig_uuid, ci.mig_uuid);
+  const Counts ours = OurCounts();
+  EXPECT_EQ(Get(ours, "nvmlDeviceGetGpuInstanceProfileInfoV", "SUCCESS"), 0u);
+  EXPECT_GT(Get(ours, "nvmlDeviceGetGpuInstanceProfileInfo", "SUCCESS"), 0u);
+  EXPECT_GT(Get(ours, "nvmlDeviceGetComputeRunningProcesses_v2", "INSUFFICIENT_SIZE") +
+                Get(ours, "nvmlDeviceGetComputeRunningProcesses_v2", "SUCCESS"),
+            0u);
+}
+
+// ---- Exact call counts ----------------------------------------------------------
+
+TEST_F(NvmlSimTest, ExactNvmlCallsForOneCreateAndOneDestroy) {
+  Start("h100-80gb:1");
+  // Warm the GPU handle and the profile caches (GI and CI) of profile 9.
+  ASSERT_THAT(driver_->GetGiProfiles(kGpu0), IsOk());
+  auto [warm, warm_ci] = CreatePair(GiProfileId(9), {0, 4});
+
+  Counts ours = OurCounts();
+  Counts sim = SimCounts();
+  const uint64_t total = driver_->TotalCalls();
+  MIGD_ASSERT_OK_AND_ASSIGN(auto gi, driver_->CreateGi(kGpu0, GiProfileId(9), {4, 4}));
+  MIGD_ASSERT_OK_AND_ASSIGN(auto ci, driver_->CreateCi(kGpu0, gi.id));
+  const Counts create = {
+      {{"nvmlDeviceCreateGpuInstanceWithPlacement", "SUCCESS"}, 1},
+      {{"nvmlGpuInstanceGetInfo", "SUCCESS"}, 2},
+      {{"nvmlDeviceGetGpuInstanceById", "SUCCESS"}, 1},
+      {{"nvmlGpuInstanceCreateComputeInstance", "SUCCESS"}, 1},
+      {{"nvmlComputeInstanceGetInfo_v2", "SUCCESS"}, 1},
+      {{"nvmlDeviceGetUUID", "SUCCESS"}, 1},
+  };
+  EXPECT_EQ(Delta(ours, OurCounts()), create);
+  EXPECT_EQ(Delta(sim, SimCounts()), create);  // the simulator saw the same calls
+  EXPECT_EQ(driver_->TotalCalls() - total, 7u);
+
+  ours = OurCounts();
+  sim = SimCounts();
+  ASSERT_THAT(driver_->DestroyCi(kGpu0, gi.id, ci.id), IsOk());
+  ASSERT_THAT(driver_->DestroyGi(kGpu0, gi.id), IsOk());
+  const Counts destroy = {
+      {{"nvmlDeviceGetGpuInstanceById", "SUCCESS"}, 2},
+      {{"nvmlGpuInstanceGetComputeInstanceById", "SUCCESS"}, 1},
+      {{"nvmlComputeInstanceDestroy", "SUCCESS"}, 1},
+      {{"nvmlGpuInstanceDestroy", "SUCCESS"}, 1},
+  };
+  EXPECT_EQ(Delta(ours, OurCounts()), destroy);
+  EXPECT_EQ(Delta(sim, SimCounts()), destroy);
+}
+
+TEST_F(NvmlSimTest, InitAndShutdownExactlyOncePerSession) {
+  Start("a100-40gb:1");
+  ASSERT_THAT(driver_->ListGpus(), IsOk());
+  ASSERT_THAT(driver_->ListGpuInstances(kGpu0), IsOk());
+  EXPECT_EQ(driver_->library().CallCount(NvmlSymbol::kInitV2, NVML_SUCCESS), 1u);
+  EXPECT_EQ(driver_->library().CallCount(NvmlSymbol::kShutdown, NVML_SUCCESS), 0u);
+  Stop();
+  Counts sim = SimCounts();
+  EXPECT_EQ(Get(sim, "nvmlInit_v2", "SUCCESS"), 1u);
+  EXPECT_EQ(Get(sim, "nvmlShutdown", "SUCCESS"), 1u);
+  EXPECT_EQ(Get(sim, "nvmlInit", "SUCCESS"), 0u);
+
+  Open();
+  ASSERT_THAT(driver_->ListGpus(), IsOk());
+  Stop();
+  sim = SimCounts();
+  EXPECT_EQ(Get(sim, "nvmlInit_v2", "SUCCESS"), 2u);
+  EXPECT_EQ(Get(sim, "nvmlShutdown", "SUCCESS"), 2u);
+}
+
+}  // namespace
+}  // namespace migd::driver

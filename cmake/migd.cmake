@@ -3,7 +3,7 @@
 
 set(MIGD_WARNINGS
   -Wall -Wextra -Wpedantic -Werror -Wshadow -Wnon-virtual-dtor -Wcast-align
-  -Woverloaded-virtual -Wnull-dereference -Wformat=2 -Wimplicit-fallthrough
+  -Woverloaded-virtual -Wformat=2 -Wimplicit-fallthrough
   -Wmissing-declarations)
 
 # migd_cc_library(NAME name SRCS ... [HDRS ...] [DEPS ...])

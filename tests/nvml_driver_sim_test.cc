@@ -7,9 +7,10 @@
 // and the exact NVML call counts of one create and one destroy.
 //
 // Each test uses its own state file in a temp dir; the simulator reads its
-// MIGD_SIM_* variables at the first nvmlInit of a process, so they are set
-// before the session opens and the session is closed after each test.
-#include <dlfcn.h>
+// MIGD_SIM_* variables at every nvmlInit that takes its reference count from
+// 0 to 1, so they are set before the session opens and the session is closed
+// after each test. Tests whose faults count calls ("@N", numbered per
+// process) run in a process of their own (MIGD_RUN_IN_FRESH_PROCESS).
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -27,9 +28,11 @@
 
 #include "base/file_util.h"
 #include "driver/nvml/nvml_driver.h"
+#include "driver/nvml/nvml_sim_testing.h"
 #include "mig/catalog.h"
 #include "mig/layout.h"
 #include "testing/status_matchers.h"
+#include "testing/subprocess.h"
 #include "testing/temp_dir.h"
 
 namespace migd::driver {
@@ -44,65 +47,18 @@ using ::testing::UnorderedElementsAreArray;
 
 const GpuIndex kGpu0(0);
 
-constexpr const char* kSimEnv[] = {"MIGD_SIM_STATE",  "MIGD_SIM_GPUS",
-                                   "MIGD_SIM_FAULTS", "MIGD_SIM_PROFILE_INFO_MAX_VERSION",
-                                   "MIGD_SIM_FSYNC",  "MIGD_SIM_LATENCY_MS",
-                                   "MIGD_SIM_GI_IDS", "MIGD_SIM_NONCE"};
+using ::migd::driver::sim_testing::ClearSimEnv;
+using ::migd::driver::sim_testing::Delta;
+using ::migd::driver::sim_testing::Get;
+using ::migd::driver::sim_testing::ToCallCounts;
+// Call counters (ours or the simulator's): (function, result) -> count.
+using Counts = ::migd::driver::sim_testing::CallCounts;
 
-void ClearSimEnv() {
-  for (const char* name : kSimEnv) unsetenv(name);
-}
+using ChildResult = ::migd::testing::CommandResult;
 
-// The counters that changed between two snapshots (ours or the simulator's).
-using Counts = std::map<std::pair<std::string, std::string>, uint64_t>;
-Counts ToCounts(const std::vector<NvmlCallCount>& rows) {
-  Counts c;
-  for (const NvmlCallCount& r : rows) c[{r.function, r.result}] = r.count;
-  return c;
-}
-uint64_t Get(const Counts& c, const std::string& fn, const std::string& result) {
-  auto it = c.find({fn, result});
-  return it == c.end() ? 0 : it->second;
-}
-Counts Delta(const Counts& before, const Counts& after) {
-  Counts d;
-  for (const auto& [key, n] : after) {
-    auto it = before.find(key);
-    const uint64_t prev = it == before.end() ? 0 : it->second;
-    if (n != prev) d[key] = n - prev;
-  }
-  return d;
-}
-
-struct ChildResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-// fork+exec of `argv` with this process's environment; stdout/stderr are
-// captured through files in `dir`.
+// migctl with this process's environment, output captured in `dir`.
 ChildResult RunChild(const std::vector<std::string>& argv, const migd::testing::TempDir& dir) {
-  const std::string out_path = dir.Join("child.out");
-  const std::string err_path = dir.Join("child.err");
-  const pid_t pid = fork();
-  if (pid == 0) {
-    const int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    const int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    if (out < 0 || err < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0) _exit(126);
-    std::vector<char*> args;
-    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execv(args[0], args.data());
-    _exit(127);
-  }
-  ChildResult r;
-  int status = 0;
-  if (pid < 0 || waitpid(pid, &status, 0) != pid) return r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = ReadFileToString(out_path).value_or("");
-  r.err = ReadFileToString(err_path).value_or("");
-  return r;
+  return ::migd::testing::RunCommand(argv, dir.path());
 }
 
 class NvmlSimTest : public ::testing::Test {
@@ -152,29 +108,15 @@ class NvmlSimTest : public ::testing::Test {
     }
     return c;
   }
-  Counts OurCounts() const { return ToCounts(driver_->CallCounts()); }
+  Counts OurCounts() const { return ToCallCounts(driver_->CallCounts()); }
 
   // Calls an exported migdSim* control of the loaded simulator library.
   nvmlReturn_t AttachProcess(const MigUuid& mig, unsigned int pid, unsigned long long bytes,
                              const char* library = MIGD_SIM_LIBRARY) {
-    void* h = dlopen(library, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
-    if (h == nullptr) return NVML_ERROR_LIBRARY_NOT_FOUND;
-    using Fn = nvmlReturn_t (*)(const char*, unsigned int, unsigned long long);
-    auto fn = reinterpret_cast<Fn>(dlsym(h, "migdSimAttachProcess"));
-    const nvmlReturn_t r = fn != nullptr ? fn(mig.value().c_str(), pid, bytes)
-                                         : NVML_ERROR_FUNCTION_NOT_FOUND;
-    dlclose(h);
-    return r;
+    return sim_testing::AttachProcess(library, mig.value(), pid, bytes);
   }
   nvmlReturn_t DetachProcess(const MigUuid& mig, unsigned int pid) {
-    void* h = dlopen(MIGD_SIM_LIBRARY, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
-    if (h == nullptr) return NVML_ERROR_LIBRARY_NOT_FOUND;
-    using Fn = nvmlReturn_t (*)(const char*, unsigned int);
-    auto fn = reinterpret_cast<Fn>(dlsym(h, "migdSimDetachProcess"));
-    const nvmlReturn_t r =
-        fn != nullptr ? fn(mig.value().c_str(), pid) : NVML_ERROR_FUNCTION_NOT_FOUND;
-    dlclose(h);
-    return r;
+    return sim_testing::DetachProcess(MIGD_SIM_LIBRARY, mig.value(), pid);
   }
 
   // Creates a GI and its default CI.
@@ -462,22 +404,10 @@ TEST_F(NvmlSimTest, StateSurvivesANewSessionAndANewProcess) {
 
 // MIGD_SIM_FAULTS "@N" counts the calls of a function per process for as long
 // as the simulator stays loaded, i.e. for the whole test binary (NvmlLibrary
-// never unloads NVML). A rule with @N is therefore exercised in a fresh
-// process: the test binary itself, running one DISABLED_ scenario.
-void ExpectScenarioPassesInFreshProcess(const std::string& scenario,
-                                        const migd::testing::TempDir& dir) {
-  const ChildResult r = RunChild({"/proc/self/exe", "--gtest_filter=NvmlSimTest." + scenario,
-                                  "--gtest_also_run_disabled_tests"},
-                                 dir);
-  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_THAT(r.out, HasSubstr("[  PASSED  ] 1 test")) << r.out;
-}
-
+// never unloads NVML, and a fork()ed child inherits the numbers). A test with
+// an @N rule therefore runs again, alone, in a new process.
 TEST_F(NvmlSimTest, InjectedFaultsSurfaceWithTheirNvmlName) {
-  ExpectScenarioPassesInFreshProcess("DISABLED_FaultOnSecondGiDestroy", dir_);
-}
-
-TEST_F(NvmlSimTest, DISABLED_FaultOnSecondGiDestroy) {
+  MIGD_RUN_IN_FRESH_PROCESS();
   Start("a100-40gb:1", MIGD_SIM_LIBRARY,
         {{"MIGD_SIM_FAULTS", "nvmlGpuInstanceDestroy=IN_USE@2"}});
   auto [a, a_ci] = CreatePair(GiProfileId(19), {0, 1});
@@ -495,10 +425,7 @@ TEST_F(NvmlSimTest, DISABLED_FaultOnSecondGiDestroy) {
 }
 
 TEST_F(NvmlSimTest, FaultAfterCiCreationRollsTheCiBack) {
-  ExpectScenarioPassesInFreshProcess("DISABLED_FaultOnFirstCiInfo", dir_);
-}
-
-TEST_F(NvmlSimTest, DISABLED_FaultOnFirstCiInfo) {
+  MIGD_RUN_IN_FRESH_PROCESS();
   Start("h100-80gb:1", MIGD_SIM_LIBRARY,
         {{"MIGD_SIM_FAULTS", "nvmlComputeInstanceGetInfo_v2=GPU_IS_LOST@1"}});
   MIGD_ASSERT_OK_AND_ASSIGN(auto gi, driver_->CreateGi(kGpu0, GiProfileId(9), {4, 4}));

@@ -132,9 +132,11 @@ class NvmlLibrary {
   // /proc/driver/nvidia/version).
   static StatusOr<std::shared_ptr<NvmlLibrary>> Load(const std::string& path = "");
 
-  // A library whose symbols come from `resolve(name)` instead of dlsym (tests:
-  // a table of in-process fake functions). Same binding and error rules as
-  // Load(); `path` is only reported.
+  // A library whose symbols come from `resolve(name)` instead of dlsym on a
+  // handle of our own (tests: the simulator's symbols from a dlopen handle,
+  // with some hidden to act as an older export table, see
+  // nvml_sim_testing.h). Same binding and error rules as Load(); `path` is
+  // only reported.
   using Resolver = void* (*)(const char* name, void* ctx);
   static StatusOr<std::shared_ptr<NvmlLibrary>> FromResolver(Resolver resolve, void* ctx,
                                                              const std::string& path);

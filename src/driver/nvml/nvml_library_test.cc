@@ -3,8 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "driver/nvml/fake_nvml.h"
 #include "driver/nvml/nvml_session.h"
+#include "driver/nvml/nvml_sim_testing.h"
 #include "testing/status_matchers.h"
 #include "testing/temp_dir.h"
 
@@ -13,9 +13,7 @@ namespace {
 
 using ::migd::testing::StatusIs;
 using ::testing::AllOf;
-using ::testing::Contains;
 using ::testing::ElementsAre;
-using ::testing::Field;
 using ::testing::HasSubstr;
 
 NvmlBinding BindingOf(const NvmlLibrary& lib, std::string_view function) {
@@ -53,33 +51,59 @@ TEST(NvmlLibraryTest, TooOldDriverNamesMissingSymbolAndDriverVersion) {
 }
 
 TEST(NvmlLibraryTest, BindsPreferredVariantsAndRecordsThem) {
-  fake_nvml::Reset();
-  MIGD_ASSERT_OK_AND_ASSIGN(auto lib, NvmlLibrary::FromResolver(&fake_nvml::Resolve, nullptr,
-                                                                "fake"));
-  EXPECT_EQ(lib->path(), "fake");
+  MIGD_ASSERT_OK_AND_ASSIGN(auto lib, NvmlLibrary::Load(MIGD_SIM_LIBRARY));
+  EXPECT_EQ(lib->path(), MIGD_SIM_LIBRARY);
   EXPECT_EQ(BindingOf(*lib, "nvmlInit_v2").bound, "nvmlInit_v2");
   EXPECT_EQ(BindingOf(*lib, "nvmlDeviceGetGpuInstanceProfileInfoV").bound,
             "nvmlDeviceGetGpuInstanceProfileInfoV");
   EXPECT_EQ(BindingOf(*lib, "nvmlDeviceGetComputeRunningProcesses_v3").bound,
             "nvmlDeviceGetComputeRunningProcesses_v3");
-  // Optional features the fake lacks are reported unbound, not fatal.
-  const NvmlBinding by_id = BindingOf(*lib, "nvmlDeviceGetGpuInstanceProfileInfoByIdV");
-  EXPECT_EQ(by_id.bound, "");
-  EXPECT_FALSE(by_id.required);
+  EXPECT_EQ(BindingOf(*lib, "nvmlDeviceGetGpuInstanceProfileInfoByIdV").bound,
+            "nvmlDeviceGetGpuInstanceProfileInfoByIdV");
   EXPECT_TRUE(BindingOf(*lib, "nvmlDeviceCreateGpuInstanceWithPlacement").required);
+  // The simulator exports every symbol migd binds.
+  for (const NvmlBinding& b : lib->Bindings()) {
+    EXPECT_EQ(b.bound, b.function) << b.function;
+  }
   EXPECT_EQ(lib->Bindings().size(), NvmlFunctionSpecs().size());
 }
 
+TEST(NvmlLibraryTest, LegacyR470LibraryBindsItsVariantsAndLeavesOptionalOnesUnbound) {
+  MIGD_ASSERT_OK_AND_ASSIGN(auto lib, NvmlLibrary::Load(MIGD_SIM_LEGACY_LIBRARY));
+  EXPECT_EQ(BindingOf(*lib, "nvmlDeviceGetGpuInstanceProfileInfoV").bound,
+            "nvmlDeviceGetGpuInstanceProfileInfo");
+  EXPECT_EQ(BindingOf(*lib, "nvmlGpuInstanceGetComputeInstanceProfileInfoV").bound,
+            "nvmlGpuInstanceGetComputeInstanceProfileInfo");
+  EXPECT_EQ(BindingOf(*lib, "nvmlDeviceGetComputeRunningProcesses_v3").bound,
+            "nvmlDeviceGetComputeRunningProcesses_v2");
+  // 11.4 has these.
+  EXPECT_EQ(BindingOf(*lib, "nvmlDeviceGetGpuInstancePossiblePlacements_v2").bound,
+            "nvmlDeviceGetGpuInstancePossiblePlacements_v2");
+  EXPECT_EQ(BindingOf(*lib, "nvmlComputeInstanceGetInfo_v2").bound,
+            "nvmlComputeInstanceGetInfo_v2");
+  // Optional features the library lacks are reported unbound, not fatal.
+  for (const char* optional :
+       {"nvmlDeviceGetGpuInstanceProfileInfoByIdV",
+        "nvmlGpuInstanceGetComputeInstancePossiblePlacements",
+        "nvmlGpuInstanceCreateComputeInstanceWithPlacement"}) {
+    const NvmlBinding b = BindingOf(*lib, optional);
+    EXPECT_EQ(b.bound, "") << optional;
+    EXPECT_FALSE(b.required) << optional;
+  }
+}
+
 TEST(NvmlLibraryTest, FallsBackToOlderVariants) {
-  fake_nvml::Options o;
-  o.hidden_symbols = {"nvmlDeviceGetGpuInstanceProfileInfoV",
-                      "nvmlGpuInstanceGetComputeInstanceProfileInfoV",
-                      "nvmlDeviceGetGpuInstancePossiblePlacements_v2",
-                      "nvmlComputeInstanceGetInfo_v2",
-                      "nvmlDeviceGetComputeRunningProcesses_v3"};
-  fake_nvml::Reset(o);
-  MIGD_ASSERT_OK_AND_ASSIGN(auto lib, NvmlLibrary::FromResolver(&fake_nvml::Resolve, nullptr,
-                                                                "fake-legacy"));
+  // The simulator's own symbols, minus the newer variants (an 11.1-era
+  // export table).
+  MIGD_ASSERT_OK_AND_ASSIGN(
+      auto lib, sim_testing::LoadSimWithSymbols(
+                    MIGD_SIM_LIBRARY, {"nvmlDeviceGetGpuInstanceProfileInfoV",
+                                       "nvmlGpuInstanceGetComputeInstanceProfileInfoV",
+                                       "nvmlDeviceGetGpuInstancePossiblePlacements_v2",
+                                       "nvmlComputeInstanceGetInfo_v2",
+                                       "nvmlDeviceGetComputeRunningProcesses_v3",
+                                       "nvmlDeviceGetComputeRunningProcesses_v2"}));
+  EXPECT_EQ(lib->path(), MIGD_SIM_LIBRARY);
   EXPECT_EQ(BindingOf(*lib, "nvmlDeviceGetGpuInstanceProfileInfoV").bound,
             "nvmlDeviceGetGpuInstanceProfileInfo");
   EXPECT_EQ(BindingOf(*lib, "nvmlGpuInstanceGetComputeInstanceProfileInfoV").bound,
@@ -90,45 +114,56 @@ TEST(NvmlLibraryTest, FallsBackToOlderVariants) {
             "nvmlComputeInstanceGetInfo");
   EXPECT_EQ(BindingOf(*lib, "nvmlDeviceGetComputeRunningProcesses_v3").bound,
             "nvmlDeviceGetComputeRunningProcesses");
-  fake_nvml::Reset();
 }
 
 TEST(NvmlLibraryTest, RequiredSymbolWithoutFallbackFailsFromResolverToo) {
-  fake_nvml::Options o;
-  o.hidden_symbols = {"nvmlDeviceCreateGpuInstanceWithPlacement"};
-  fake_nvml::Reset(o);
-  // The fake answers nvmlSystemGetDriverVersion only after init, like the real
-  // NVML: the version then comes from /proc or is reported unknown.
-  auto lib = NvmlLibrary::FromResolver(&fake_nvml::Resolve, nullptr, "fake-old");
+  sim_testing::SimMachine sim("a100-40gb:1");
+  auto lib = sim_testing::LoadSimWithSymbols(MIGD_SIM_LIBRARY,
+                                             {"nvmlDeviceCreateGpuInstanceWithPlacement"});
+  // The simulator, like the real NVML, answers nvmlSystemGetDriverVersion
+  // only after init: the version then comes from /proc or is reported unknown.
   EXPECT_THAT(lib, StatusIs(StatusCode::kUnavailable,
-                            AllOf(HasSubstr("fake-old"),
-                                  HasSubstr("nvmlDeviceCreateGpuInstanceWithPlacement"),
+                            AllOf(HasSubstr(MIGD_SIM_LIBRARY),
+                                  HasSubstr("missing required symbol "
+                                            "nvmlDeviceCreateGpuInstanceWithPlacement"),
                                   HasSubstr("(driver "))));
-  fake_nvml::Reset();
+  EXPECT_FALSE(sim.exists());  // no init happened
 }
 
 TEST(NvmlLibraryTest, CountsCallsPerFunctionAndResult) {
-  fake_nvml::Reset();
-  MIGD_ASSERT_OK_AND_ASSIGN(auto lib, NvmlLibrary::FromResolver(&fake_nvml::Resolve, nullptr,
-                                                                "fake"));
+  sim_testing::SimMachine sim("a100-40gb:1");
+  MIGD_ASSERT_OK_AND_ASSIGN(auto lib, NvmlLibrary::Load(MIGD_SIM_LIBRARY));
   EXPECT_EQ(lib->TotalCalls(), 0u);
   unsigned int n = 0;
-  // Not initialised: the fake answers UNINITIALIZED.
+  // Not initialised: the library answers UNINITIALIZED.
   EXPECT_EQ(lib->Call<nvmlDeviceGetCount_fn>(NvmlSymbol::kDeviceGetCountV2, &n),
             NVML_ERROR_UNINITIALIZED);
   {
     NvmlSession session(lib);  // init and shutdown go through the session only
     ASSERT_THAT(session.Open(), migd::testing::IsOk());
     EXPECT_EQ(lib->Call<nvmlDeviceGetCount_fn>(NvmlSymbol::kDeviceGetCountV2, &n), NVML_SUCCESS);
+    EXPECT_EQ(n, 1u);
     EXPECT_EQ(lib->Call<nvmlDeviceGetCount_fn>(NvmlSymbol::kDeviceGetCountV2, &n), NVML_SUCCESS);
   }
-  EXPECT_EQ(lib->TotalCalls(), 5u);
+  // After the final shutdown: UNINITIALIZED again, and the simulator counts it
+  // in this machine's state too.
+  EXPECT_EQ(lib->Call<nvmlDeviceGetCount_fn>(NvmlSymbol::kDeviceGetCountV2, &n),
+            NVML_ERROR_UNINITIALIZED);
+  EXPECT_EQ(lib->TotalCalls(), 6u);
   EXPECT_EQ(lib->CallCount(NvmlSymbol::kDeviceGetCountV2, NVML_SUCCESS), 2u);
   EXPECT_THAT(lib->CallCounts(),
               ElementsAre(NvmlCallCount{"nvmlInit_v2", "SUCCESS", 1},
                           NvmlCallCount{"nvmlShutdown", "SUCCESS", 1},
                           NvmlCallCount{"nvmlDeviceGetCount_v2", "SUCCESS", 2},
-                          NvmlCallCount{"nvmlDeviceGetCount_v2", "ERROR_UNINITIALIZED", 1}));
+                          NvmlCallCount{"nvmlDeviceGetCount_v2", "ERROR_UNINITIALIZED", 2}));
+  // The simulator saw the same calls, except the one made before its state
+  // file was known.
+  EXPECT_EQ(sim.Counts(), (sim_testing::CallCounts{
+                              {{"nvmlInit_v2", "SUCCESS"}, 1},
+                              {{"nvmlShutdown", "SUCCESS"}, 1},
+                              {{"nvmlDeviceGetCount_v2", "SUCCESS"}, 2},
+                              {{"nvmlDeviceGetCount_v2", "ERROR_UNINITIALIZED"}, 1},
+                          }));
   EXPECT_STREQ(lib->ErrorString(NVML_ERROR_IN_USE), "In use by another client");
 }
 

@@ -1,12 +1,16 @@
 #include "driver/nvml/nvml_session.h"
 
 #include <atomic>
+#include <cstdlib>
+#include <memory>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "driver/nvml/fake_nvml.h"
+#include "driver/nvml/nvml_sim_testing.h"
 #include "testing/status_matchers.h"
 
 namespace migd::driver {
@@ -16,14 +20,23 @@ using ::migd::testing::IsOk;
 using ::migd::testing::StatusIs;
 using ::testing::HasSubstr;
 
+// Every session opens the simulator's NVML on a fresh machine of this test;
+// init and shutdown are counted both by NvmlLibrary and by the simulator,
+// whose counts (in its state file) are the ones checked here.
 class NvmlSessionTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    fake_nvml::Reset();
-    auto lib = NvmlLibrary::FromResolver(&fake_nvml::Resolve, nullptr, "fake");
+    sim_ = std::make_unique<sim_testing::SimMachine>("a100-40gb:1");
+    auto lib = NvmlLibrary::Load(MIGD_SIM_LIBRARY);
     ASSERT_TRUE(lib.ok()) << lib.status();
     lib_ = *lib;
   }
+  void TearDown() override { sim_.reset(); }
+
+  uint64_t InitCalls() const { return sim_->Count("nvmlInit_v2", "SUCCESS"); }
+  uint64_t ShutdownCalls() const { return sim_->Count("nvmlShutdown", "SUCCESS"); }
+
+  std::unique_ptr<sim_testing::SimMachine> sim_;
   std::shared_ptr<NvmlLibrary> lib_;
 };
 
@@ -33,15 +46,15 @@ TEST_F(NvmlSessionTest, OpenInitsOnceAndCloseShutsDownOnce) {
   EXPECT_EQ(session.generation(), 0u);
   ASSERT_THAT(session.Open(), IsOk());
   EXPECT_TRUE(session.is_open());
-  EXPECT_EQ(fake_nvml::InitCalls(), 1);
-  EXPECT_EQ(fake_nvml::ShutdownCalls(), 0);
+  EXPECT_EQ(InitCalls(), 1u);
+  EXPECT_EQ(ShutdownCalls(), 0u);
   EXPECT_THAT(session.Close(), IsOk());
   EXPECT_FALSE(session.is_open());
-  EXPECT_EQ(fake_nvml::InitCalls(), 1);
-  EXPECT_EQ(fake_nvml::ShutdownCalls(), 1);
+  EXPECT_EQ(InitCalls(), 1u);
+  EXPECT_EQ(ShutdownCalls(), 1u);
   // A second Close is a no-op.
   EXPECT_THAT(session.Close(), IsOk());
-  EXPECT_EQ(fake_nvml::ShutdownCalls(), 1);
+  EXPECT_EQ(ShutdownCalls(), 1u);
   EXPECT_EQ(lib_->CallCount(NvmlSymbol::kInitV2, NVML_SUCCESS), 1u);
   EXPECT_EQ(lib_->CallCount(NvmlSymbol::kShutdown, NVML_SUCCESS), 1u);
 }
@@ -50,7 +63,7 @@ TEST_F(NvmlSessionTest, SecondOpenOfSameSessionFails) {
   NvmlSession session(lib_);
   ASSERT_THAT(session.Open(), IsOk());
   EXPECT_THAT(session.Open(), StatusIs(StatusCode::kFailedPrecondition, HasSubstr("already open")));
-  EXPECT_EQ(fake_nvml::InitCalls(), 1);
+  EXPECT_EQ(InitCalls(), 1u);
 }
 
 TEST_F(NvmlSessionTest, OnlyOneSessionPerProcess) {
@@ -59,10 +72,10 @@ TEST_F(NvmlSessionTest, OnlyOneSessionPerProcess) {
   ASSERT_THAT(first.Open(), IsOk());
   EXPECT_THAT(second.Open(),
               StatusIs(StatusCode::kFailedPrecondition, HasSubstr("another NVML session")));
-  EXPECT_EQ(fake_nvml::InitCalls(), 1);
+  EXPECT_EQ(InitCalls(), 1u);
   ASSERT_THAT(first.Close(), IsOk());
   EXPECT_THAT(second.Open(), IsOk());
-  EXPECT_EQ(fake_nvml::InitCalls(), 2);
+  EXPECT_EQ(InitCalls(), 2u);
 }
 
 TEST_F(NvmlSessionTest, GenerationIncreasesWithEveryOpen) {
@@ -99,20 +112,26 @@ TEST_F(NvmlSessionTest, AcquireOnlyWhileOpen) {
 }
 
 TEST_F(NvmlSessionTest, FailedInitLeavesSessionClosedWithoutShutdown) {
-  fake_nvml::Options o;
-  o.init_result = NVML_ERROR_DRIVER_NOT_LOADED;
-  fake_nvml::Reset(o);
+  // Without MIGD_SIM_STATE there is no simulated driver: nvmlInit_v2 answers
+  // DRIVER_NOT_LOADED, as a real NVML does without the kernel module.
+  unsetenv("MIGD_SIM_STATE");
   NvmlSession session(lib_);
   EXPECT_THAT(session.Open(),
               StatusIs(StatusCode::kUnavailable,
-                       HasSubstr("nvmlInit_v2 of fake: NVML_ERROR_DRIVER_NOT_LOADED")));
+                       HasSubstr(std::string("nvmlInit_v2 of ") + MIGD_SIM_LIBRARY +
+                                 ": NVML_ERROR_DRIVER_NOT_LOADED")));
   EXPECT_FALSE(session.is_open());
   EXPECT_THAT(session.Close(), IsOk());
-  EXPECT_EQ(fake_nvml::ShutdownCalls(), 0);
+  EXPECT_EQ(lib_->CallCount(NvmlSymbol::kInitV2, NVML_ERROR_DRIVER_NOT_LOADED), 1u);
+  EXPECT_EQ(lib_->CallCount(NvmlSymbol::kShutdown, NVML_SUCCESS), 0u);
+  EXPECT_FALSE(sim_->exists());  // no machine was created, nothing was counted
   // The process-wide slot was released.
-  fake_nvml::Reset();
+  setenv("MIGD_SIM_STATE", sim_->state_path().c_str(), 1);
   NvmlSession other(lib_);
   EXPECT_THAT(other.Open(), IsOk());
+  EXPECT_EQ(InitCalls(), 1u);
+  EXPECT_THAT(other.Close(), IsOk());
+  EXPECT_EQ(ShutdownCalls(), 1u);
 }
 
 TEST_F(NvmlSessionTest, DestructorCloses) {
@@ -120,8 +139,8 @@ TEST_F(NvmlSessionTest, DestructorCloses) {
     NvmlSession session(lib_);
     ASSERT_THAT(session.Open(), IsOk());
   }
-  EXPECT_EQ(fake_nvml::InitCalls(), 1);
-  EXPECT_EQ(fake_nvml::ShutdownCalls(), 1);
+  EXPECT_EQ(InitCalls(), 1u);
+  EXPECT_EQ(ShutdownCalls(), 1u);
 }
 
 TEST_F(NvmlSessionTest, CloseWaitsForInFlightOperations) {
@@ -139,13 +158,13 @@ TEST_F(NvmlSessionTest, CloseWaitsForInFlightOperations) {
   while (session.is_open()) std::this_thread::yield();
   EXPECT_THAT(session.Acquire(), StatusIs(StatusCode::kUnavailable, HasSubstr("closing")));
   EXPECT_FALSE(closed.load());
-  EXPECT_EQ(fake_nvml::ShutdownCalls(), 0);  // still waiting for our token
+  EXPECT_EQ(ShutdownCalls(), 0u);  // still waiting for our token
 
   *token = NvmlSession::Token();  // release
   closer.join();
   EXPECT_TRUE(closed.load());
-  EXPECT_EQ(fake_nvml::ShutdownCalls(), 1);
-  EXPECT_EQ(fake_nvml::InitCalls(), 1);
+  EXPECT_EQ(ShutdownCalls(), 1u);
+  EXPECT_EQ(InitCalls(), 1u);
 }
 
 TEST_F(NvmlSessionTest, ConcurrentAcquireAndCloseNeverShutDownTwice) {
@@ -167,8 +186,8 @@ TEST_F(NvmlSessionTest, ConcurrentAcquireAndCloseNeverShutDownTwice) {
   for (auto& w : workers) w.join();
   c1.join();
   c2.join();
-  EXPECT_EQ(fake_nvml::InitCalls(), 1);
-  EXPECT_EQ(fake_nvml::ShutdownCalls(), 1);
+  EXPECT_EQ(InitCalls(), 1u);
+  EXPECT_EQ(ShutdownCalls(), 1u);
   EXPECT_EQ(session.in_flight(), 0);
 }
 

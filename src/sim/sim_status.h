@@ -46,13 +46,8 @@ class SimStatus {
   std::string message_;
 };
 
-// The StatusCode migd uses for an NVML result, the same table as
-// driver/nvml/nvml_status.h (GpuDriver's contract): INVALID_ARGUMENT →
-// kInvalidArgument; NOT_FOUND → kNotFound; INSUFFICIENT_RESOURCES →
-// kResourceExhausted; NO_PERMISSION → kPermissionDenied; NOT_SUPPORTED,
-// IN_USE, GPU_IS_LOST, RESET_REQUIRED → kFailedPrecondition; UNINITIALIZED,
-// DRIVER_NOT_LOADED, LIBRARY_NOT_FOUND, FUNCTION_NOT_FOUND, TIMEOUT →
-// kUnavailable; UNKNOWN → kUnknown; anything else → kInternal.
+// The StatusCode migd uses for an NVML result: driver::NvmlReturnToCode, the
+// one mapping of NVML's error space (driver/nvml/nvml_status.h).
 StatusCode NvmlResultToCode(nvmlReturn_t result);
 
 // A value or a failed SimStatus (never SUCCESS without a value).

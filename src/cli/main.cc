@@ -1,14 +1,15 @@
 // migctl: the command-line tool of migd. Subcommands live in migd_cli
-// (probe.h, sim_stats.h); main() only parses flags and sets up logging.
+// (probe.h, plan.h, sim_stats.h); main() only parses flags and sets up logging.
 //
 // Exit codes: 0 ok, 1 usage error, 2 NVML (or simulator state) unavailable,
-// 3 catalogue mismatch (probe --compare-catalog).
+// 3 catalogue mismatch (probe --compare-catalog), 4 no plan (plan).
 #include <iostream>
 #include <string>
 
 #include <CLI/CLI.hpp>
 
 #include "base/logging.h"
+#include "cli/plan.h"
 #include "cli/probe.h"
 #include "cli/sim_stats.h"
 
@@ -43,6 +44,22 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"table", "json"}))
       ->capture_default_str();
 
+  migd::cli::PlanOptions plan;
+  CLI::App* plan_cmd = app.add_subcommand(
+      "plan",
+      "Offline placement: run migd's planner on a layout file and print the plan and why "
+      "(touches no GPU)");
+  plan_cmd->add_option("--layout", plan.layout_file,
+                       "Planner input document (GPUs, models, occupied placements); see "
+                       "docs/planner.md")
+      ->required();
+  plan_cmd->add_option("--request", plan.request,
+                       "Instances to place, e.g. '3g.40gb,1g.10gb' or 'gpu1/3g.40gb@4:4' "
+                       "(overrides the file's request)");
+  plan_cmd->add_option("-o,--output", plan.output, "table or json")
+      ->check(CLI::IsMember({"table", "json"}))
+      ->capture_default_str();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -56,6 +73,7 @@ int main(int argc, char** argv) {
     return migd::cli::kExitUsage;
   }
   if (probe_cmd->parsed()) return migd::cli::RunProbe(probe, std::cout, std::cerr);
+  if (plan_cmd->parsed()) return migd::cli::RunPlan(plan, std::cout, std::cerr);
   if (stats_cmd->parsed()) return migd::cli::RunSimStats(stats, std::cout, std::cerr);
   std::cerr << app.help();
   return migd::cli::kExitUsage;

@@ -1,0 +1,93 @@
+#include "cli/plan.h"
+
+#include <sstream>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/probe.h"
+#include "testing/temp_dir.h"
+
+namespace migd::cli {
+namespace {
+
+using ::migd::testing::TempDir;
+using ::migd::testing::WriteFileOrDie;
+using ::testing::HasSubstr;
+
+// H100: Active 1g at 0 and 1, Idle 1g at 5 (the DRA #933 pattern minus one).
+constexpr char kLayout[] = R"({
+  "gpus": [
+    {"index": 0, "model": "h100-80gb", "instances": [
+      {"profile": "1g.10gb", "placement": "0:1", "state": "active", "key": "MIG-a"},
+      {"profile": "1g.10gb", "placement": "1:1", "state": "active", "key": "MIG-b"},
+      {"profile": "1g.10gb", "placement": "5:1", "state": "idle", "key": "MIG-c", "lastUsed": 3}]},
+    {"index": 1, "model": "a30-24gb", "instances": []}
+  ]
+})";
+
+class PlanCommandTest : public ::testing::Test {
+ protected:
+  int Run(const std::string& request, const std::string& output = "table",
+          const std::string& layout = kLayout) {
+    WriteFileOrDie(path_, layout);
+    PlanOptions o{.layout_file = path_, .request = request, .output = output};
+    out_.str("");
+    err_.str("");
+    return RunPlan(o, out_, err_);
+  }
+  TempDir dir_;
+  std::string path_ = dir_.Join("layout.json");
+  std::ostringstream out_;
+  std::ostringstream err_;
+};
+
+TEST_F(PlanCommandTest, ExactPlacementReclaimsOnlyTheOverlappingIdleInstance) {
+  ASSERT_EQ(Run("gpu0/3g.40gb@4:4"), kExitOk) << err_.str();
+  EXPECT_THAT(out_.str(), HasSubstr("GPU 0 at 4:4: create after reclaiming 1g.10gb@5:1 (MIG-c"));
+  EXPECT_THAT(out_.str(), HasSubstr("before [A A . . . I . .]  after [A A . . + + + +]"));
+}
+
+TEST_F(PlanCommandTest, ReusesAnIdleInstanceOfTheSameProfile) {
+  ASSERT_EQ(Run("gpu0/1g.10gb", "json"), kExitOk) << err_.str();
+  const nlohmann::json plan = nlohmann::json::parse(out_.str());
+  EXPECT_EQ(plan["instances"][0]["stage"], "reuse");
+  EXPECT_EQ(plan["instances"][0]["reuseKey"], "MIG-c");
+}
+
+TEST_F(PlanCommandTest, NothingFitsExitsFourAndSaysWhatBlocks) {
+  EXPECT_EQ(Run("gpu0/7g.80gb"), kExitNoPlan);
+  EXPECT_THAT(err_.str(), HasSubstr("7g.80gb"));
+  EXPECT_THAT(err_.str(), HasSubstr("Active"));
+}
+
+TEST_F(PlanCommandTest, BadInputIsAUsageErrorNamingTheField) {
+  EXPECT_EQ(Run("1g.10gb", "table", R"({"gpus": [{"index": 0, "model": "no-such-gpu"}]})"),
+            kExitUsage);
+  EXPECT_THAT(err_.str(), HasSubstr("no-such-gpu"));
+  EXPECT_EQ(Run("gpu0/3g.40gb@4"), kExitUsage);
+  EXPECT_THAT(err_.str(), HasSubstr("--request"));
+  EXPECT_EQ(Run(""), kExitUsage);
+  EXPECT_THAT(err_.str(), HasSubstr("no request"));
+  PlanOptions missing;
+  missing.layout_file = dir_.Join("missing.json");
+  EXPECT_EQ(RunPlan(missing, out_, err_), kExitUsage);
+}
+
+TEST_F(PlanCommandTest, OutputIsDeterministic) {
+  ASSERT_EQ(Run("3g.40gb,2g.20gb,1g.6gb", "json"), kExitOk);
+  const std::string first = out_.str();
+  ASSERT_EQ(Run("3g.40gb,2g.20gb,1g.6gb", "json"), kExitOk);
+  EXPECT_EQ(out_.str(), first);
+}
+
+TEST(SliceMapTest, FourUnitGpu) {
+  const mig::GpuModel* a30 = mig::Catalog::Default().FindModel("a30-24gb");
+  planner::GpuLayout gpu{GpuIndex(0), a30,
+                         {{"2g.12gb", {2, 2}, planner::OccupantState::kForeign, "", 0}}};
+  EXPECT_EQ(SliceMap(gpu, nullptr), "[. . F F]");
+}
+
+}  // namespace
+}  // namespace migd::cli

@@ -7,13 +7,16 @@
 #   make build       deps + RelWithDebInfo build in build/
 #   make test-asan   the whole suite under ASan+UBSan (build-asan/)
 #   make test-tsan   the whole suite under TSan (build-tsan/)
+#   make bench-placement
+#                    deps (+ gnuplot) + the placement benchmark in build-bench/
+#                    (Release); writes docs/benchmarks/placement.md and plots
 
 SHELL := /bin/bash
 JOBS ?= 2
 SIM_GPUS ?= a100-40gb:2,h100-80gb:1
 RUN_DIR ?= $(CURDIR)/build/run
 
-.PHONY: all deps configure build test run test-asan test-tsan test-debug clean probe
+.PHONY: all deps configure build test run test-asan test-tsan test-debug clean probe bench-placement
 
 all: build
 
@@ -50,3 +53,8 @@ run: build
 
 clean:
 	rm -rf build build-debug build-asan build-tsan
+
+# The placement benchmark (bench/placement, placement.md §6): < 10 min on 2 cores.
+bench-placement:
+	@scripts/install-deps.sh bench
+	@bench/placement/run.sh

@@ -2,6 +2,10 @@
 # Installs every Debian 12 package that migd's build, tests and benchmarks need.
 # Idempotent: does nothing when all packages are present, and runs
 # `apt-get update` only when something is missing.
+#
+#   scripts/install-deps.sh          the default packages below
+#   scripts/install-deps.sh bench    also the optional `bench` group (gnuplot-nox,
+#                                    for the plots of `make bench-placement`)
 set -euo pipefail
 
 PACKAGES=(
@@ -12,6 +16,18 @@ PACKAGES=(
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
 )
+
+# Optional groups, selected by name on the command line.
+BENCH_PACKAGES=(
+  gnuplot-nox
+)
+
+for group in "$@"; do
+  case "$group" in
+    bench) PACKAGES+=("${BENCH_PACKAGES[@]}") ;;
+    *) echo "install-deps: unknown group '$group' (known: bench)" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 for pkg in "${PACKAGES[@]}"; do

@@ -1,0 +1,478 @@
+// Deterministic invariants of the placement benchmark's simulator
+// (placement.md §6): tables, common random numbers, bounds, the MDP solver
+// against brute force, legality of every baseline's layouts, the trace parser
+// and the gpu_milli mappings.
+#include <algorithm>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "bench/placement/baselines.h"
+#include "bench/placement/bounds.h"
+#include "bench/placement/mdp.h"
+#include "bench/placement/runner.h"
+#include "bench/placement/sim.h"
+#include "bench/placement/table.h"
+#include "bench/placement/workload.h"
+#include "mig/catalog.h"
+
+namespace migd::bench {
+namespace {
+
+const mig::GpuModel& Model(const char* key) {
+  const mig::GpuModel* m = mig::Catalog::Default().FindModel(key);
+  EXPECT_NE(m, nullptr) << key;
+  return *m;
+}
+
+GpuTable Table(const char* key, bool dm) {
+  StatusOr<GpuTable> t = GpuTable::Build(Model(key), dm);
+  EXPECT_TRUE(t.ok()) << t.status().ToString();
+  return std::move(t).value();
+}
+
+std::vector<Request> Synthetic(const GpuTable& t, const char* mix, double load, int gpus,
+                               int events, uint64_t seed) {
+  StatusOr<Mix> m = ParseMix(mix);
+  EXPECT_TRUE(m.ok());
+  SyntheticSpec spec{*m, load, gpus, events, seed, LifetimeDist::kExponential};
+  StatusOr<std::vector<Request>> r = GenerateSynthetic(t, spec);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return std::move(r).value();
+}
+
+RunContext Context(const GpuTable& t, const char* mix, int gpus) {
+  RunContext ctx;
+  ctx.table = &t;
+  ctx.gpus = gpus;
+  ctx.class_weights = MixClassWeights(t, *ParseMix(mix));
+  return ctx;
+}
+
+RunResult Simulate(Allocator& a, const RunContext& ctx, const std::vector<Request>& reqs) {
+  SimOptions o;
+  o.warmup_fraction = 0;
+  StatusOr<RunResult> r = RunSimulation(a, ctx, reqs, o);
+  EXPECT_TRUE(r.ok()) << a.name() << ": " << r.status().ToString();
+  return r.ok() ? *r : RunResult{};
+}
+
+// ---- tables (placement.md §4.1) ----
+
+TEST(GpuTableTest, StandardTableHas298StatesAnd19MaximalLayouts) {
+  for (const char* key : {"a100-40gb", "h100-80gb", "h200-141gb"}) {
+    GpuTable t = Table(key, false);
+    EXPECT_EQ(t.num_states(), 298) << key;
+    EXPECT_EQ(t.maximal_states().size(), 19u) << key;
+    EXPECT_EQ(t.state(t.empty_state()).instances, 0);
+    EXPECT_EQ(t.num_profiles(), 5);
+  }
+}
+
+TEST(GpuTableTest, DoubleMemoryTableHas723StatesAnd78MaximalLayouts) {
+  for (const char* key : {"h100-80gb", "h200-141gb"}) {
+    GpuTable t = Table(key, true);
+    EXPECT_EQ(t.num_states(), 723) << key;
+    EXPECT_EQ(t.maximal_states().size(), 78u) << key;
+    EXPECT_GE(t.FindProfile("1g.dm"), 0);
+  }
+}
+
+TEST(GpuTableTest, TransitionsFollowAlignment) {
+  GpuTable t = Table("h100-80gb", false);
+  const int one = t.FindProfile("1g"), two = t.FindProfile("2g"), three = t.FindProfile("3g");
+  // A 1g at 6 blocks 3g@4 (placement.md §1); 2g@4 as well.
+  const int s = t.Add(t.empty_state(), t.PairOf(one, 6));
+  ASSERT_GE(s, 0);
+  EXPECT_LT(t.Add(s, t.PairOf(three, 4)), 0);
+  EXPECT_GE(t.Add(s, t.PairOf(three, 0)), 0);
+  const int s2 = t.Add(t.empty_state(), t.PairOf(two, 4));
+  EXPECT_LT(t.Add(s2, t.PairOf(three, 4)), 0);
+  EXPECT_EQ(t.Remove(s, t.PairOf(one, 6)), t.empty_state());
+  EXPECT_EQ(t.StateString(s), "1g@6");
+}
+
+// ---- common random numbers ----
+
+TEST(WorkloadTest, SameSeedGivesIdenticalSequences) {
+  GpuTable t = Table("h100-80gb", false);
+  for (const char* mix : {"uniform", "multi"}) {
+    const std::vector<Request> a = Synthetic(t, mix, 0.9, 4, 2000, 7);
+    const std::vector<Request> b = Synthetic(t, mix, 0.9, 4, 2000, 7);
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      EXPECT_EQ(a[i].arrival, b[i].arrival);
+      EXPECT_EQ(a[i].lifetime, b[i].lifetime);
+      EXPECT_EQ(a[i].profiles, b[i].profiles);
+      EXPECT_EQ(a[i].same_gpu, b[i].same_gpu);
+    }
+    const std::vector<Request> c = Synthetic(t, mix, 0.9, 4, 2000, 8);
+    EXPECT_NE(a[5].arrival, c[5].arrival);
+  }
+}
+
+TEST(WorkloadTest, LoadChangesOnlyArrivalTimes) {
+  GpuTable t = Table("h100-80gb", false);
+  const std::vector<Request> a = Synthetic(t, "uniform", 0.7, 8, 1000, 3);
+  const std::vector<Request> b = Synthetic(t, "uniform", 1.1, 8, 1000, 3);
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].profiles, b[i].profiles);
+    EXPECT_EQ(a[i].lifetime, b[i].lifetime);
+  }
+  EXPECT_GT(a.back().arrival, b.back().arrival);
+}
+
+TEST(WorkloadTest, OfferedLoadMatchesRho) {
+  GpuTable t = Table("h100-80gb", false);
+  const std::vector<Request> r = Synthetic(t, "small-heavy", 0.9, 4, 200000, 11);
+  double work = 0;
+  for (const Request& q : r) work += RequestCompute(t, q) * q.lifetime;
+  EXPECT_NEAR(work / (r.back().arrival * 7 * 4), 0.9, 0.02);
+}
+
+TEST(WorkloadTest, EveryPolicySeesTheSameSequence) {
+  // The runner generates one sequence per (cell, seed) and runs all policies
+  // on it; a run must not modify the sequence.
+  GpuTable t = Table("h100-80gb", false);
+  const std::vector<Request> reqs = Synthetic(t, "uniform", 1.0, 2, 500, 5);
+  const std::vector<Request> copy = reqs;
+  RunContext ctx = Context(t, "uniform", 2);
+  for (const char* p : {"B1", "B2"}) {
+    std::unique_ptr<Allocator> a = MakeAllocator(p, {}, false);
+    Simulate(*a, ctx, reqs);
+  }
+  for (size_t i = 0; i < reqs.size(); ++i) EXPECT_EQ(reqs[i].arrival, copy[i].arrival);
+}
+
+// ---- bounds ----
+
+TEST(BoundsTest, CapacityAtLeastRepackAtLeastAnyPolicyOnFixedSequence) {
+  GpuTable t = Table("h100-80gb", false);
+  const std::vector<Request> reqs = Synthetic(t, "uniform", 1.2, 2, 400, 21);
+  RunContext ctx = Context(t, "uniform", 2);
+  CountingBound b14(CountingBound::kCapacity), b12(CountingBound::kRepack);
+  const int64_t cap = Simulate(b14, ctx, reqs).accepted;
+  const int64_t repack = Simulate(b12, ctx, reqs).accepted;
+  EXPECT_GE(cap, repack);
+  std::vector<std::string> names = {"migd", "B1", "B2", "B3", "B4a", "B4b",
+                                    "B5",   "B6", "B8", "B9", "B10"};
+  for (const std::string& n : names) {
+    std::unique_ptr<Allocator> a = MakeAllocator(n, {}, true);
+    EXPECT_GE(repack, Simulate(*a, ctx, reqs).accepted) << n;
+  }
+}
+
+TEST(BoundsTest, RepackPackerKnowsGeometry) {
+  GpuTable t = Table("h100-80gb", false);
+  MultisetPacker packer(t);
+  // 1g 2g 3g 4g 7g
+  EXPECT_TRUE(packer.Fits({0, 0, 1, 1, 0}, 1));   // 4g + 3g
+  EXPECT_TRUE(packer.Fits({4, 0, 1, 0, 0}, 1));   // 4×1g + 3g
+  EXPECT_FALSE(packer.Fits({0, 0, 0, 2, 0}, 1));  // 2×4g
+  EXPECT_FALSE(packer.Fits({0, 3, 1, 0, 0}, 1));  // 3×2g + 3g: 3g@4 needs 4-7
+  EXPECT_TRUE(packer.Fits({0, 2, 1, 0, 0}, 1));   // 2g@0 2g@2 3g@4
+  EXPECT_TRUE(packer.Fits({0, 0, 2, 2, 0}, 2));
+  EXPECT_FALSE(packer.Fits({0, 0, 0, 0, 3}, 2));
+  EXPECT_TRUE(packer.Fits({3, 3, 2, 1, 1}, 4));
+  EXPECT_FALSE(packer.Fits({7, 3, 2, 1, 1}, 4));  // 30 compute slices > 28
+}
+
+// ---- B11 ----
+
+// A 3-unit toy table: 1g at 0, 1, 2 and a 2g at 0 (slices 0-1): placing the
+// first 1g at 2 keeps the 2g possible.
+struct ToyModel {
+  mig::GpuModel model;
+  ToyModel() {
+    model.key = "toy";
+    model.compute_slices = 3;
+    model.memory_slices = 3;
+    mig::GiProfile one;
+    one.name = "1g.toy";
+    one.id = GiProfileId(1);
+    one.slice_count = 1;
+    one.instance_count = 3;
+    one.placements = {{0, 1}, {1, 1}, {2, 1}};
+    mig::GiProfile two;
+    two.name = "2g.toy";
+    two.id = GiProfileId(2);
+    two.slice_count = 2;
+    two.instance_count = 1;
+    two.placements = {{0, 2}};
+    model.gi_profiles = {one, two};
+  }
+};
+
+TEST(MdpTest, ValueIterationConvergesAndMatchesBruteForce) {
+  ToyModel toy;
+  StatusOr<GpuTable> t = GpuTable::BuildFrom(
+      toy.model, {{"1g", &toy.model.gi_profiles[0]}, {"2g", &toy.model.gi_profiles[1]}});
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  ASSERT_EQ(t->num_states(), 10);
+  const int S = t->num_states(), P = t->num_profiles();
+  for (const std::vector<double>& rates : {std::vector<double>{1.5, 0.8},
+                                           std::vector<double>{3.0, 0.3}}) {
+    for (bool slice : {false, true}) {
+      const MdpResult r = SolveSingleGpuMdp(*t, rates, slice);
+      EXPECT_TRUE(r.converged);
+      // Brute force: every deterministic stationary policy.
+      std::vector<std::vector<int>> options(static_cast<size_t>(S) * P);
+      for (int s = 0; s < S; ++s) {
+        for (int p = 0; p < P; ++p) {
+          for (int pair : t->profile(p).pairs) {
+            if (t->Add(s, pair) >= 0) options[static_cast<size_t>(s) * P + p].push_back(pair);
+          }
+        }
+      }
+      std::vector<int> choice(options.size(), -1);
+      double best = -1;
+      int policies = 0;
+      std::function<void(size_t)> enumerate = [&](size_t i) {
+        if (i == options.size()) {
+          ++policies;
+          best = std::max(best, EvaluateStationaryPolicy(*t, rates, slice, choice));
+          return;
+        }
+        if (options[i].empty()) {
+          choice[i] = -1;
+          enumerate(i + 1);
+          return;
+        }
+        for (int pair : options[i]) {
+          choice[i] = pair;
+          enumerate(i + 1);
+        }
+      };
+      enumerate(0);
+      EXPECT_EQ(policies, 24);
+      EXPECT_NEAR(r.gain, best, 1e-7) << "slice=" << slice;
+    }
+  }
+}
+
+TEST(MdpTest, StandardTableConvergesAndBoundsTheSimulation) {
+  GpuTable t = Table("h100-80gb", false);
+  // Uniform mix at rho = 0.9: λ = 0.9·7/3.4 split evenly.
+  const double rate = 0.9 * 7 / 3.4;
+  const std::vector<double> rates(5, rate / 5);
+  const MdpResult r = SolveSingleGpuMdp(t, rates, false);
+  EXPECT_TRUE(r.converged);
+  EXPECT_GT(r.acceptance, 0.5);
+  EXPECT_LT(r.acceptance, 0.8);
+}
+
+// ---- legality of every policy ----
+
+TEST(PolicyTest, EveryPolicyProducesOnlyLegalLayouts) {
+  struct Case {
+    const char* model;
+    bool dm;
+    const char* mix;
+    int gpus;
+  };
+  for (const Case& c : {Case{"h100-80gb", false, "multi", 3}, Case{"h200-141gb", true,
+                                                                   "uniform-dm", 2},
+                        Case{"a100-40gb", false, "small-heavy", 1}}) {
+    GpuTable t = Table(c.model, c.dm);
+    const std::vector<Request> reqs = Synthetic(t, c.mix, 1.1, c.gpus, 600, 13);
+    RunContext ctx = Context(t, c.mix, c.gpus);
+    for (const std::string& n : KnownPolicies()) {
+      if (n == "B11" || n == "B11s" || n == "B12" || n == "B14") continue;
+      std::unique_ptr<Allocator> a = MakeAllocator(n, {}, /*validate=*/true);
+      const RunResult r = Simulate(*a, ctx, reqs);
+      EXPECT_GT(r.accepted, 0) << n << " " << c.mix;
+      EXPECT_EQ(r.policy_errors, 0) << n;
+    }
+  }
+}
+
+TEST(PolicyTest, B11PolicyIsLegalOnOneGpu) {
+  GpuTable t = Table("h100-80gb", false);
+  const std::vector<Request> reqs = Synthetic(t, "uniform", 0.9, 1, 500, 2);
+  RunContext ctx = Context(t, "uniform", 1);
+  ctx.class_rates.assign(5, 0.9 * 7 / 3.4 / 5);
+  for (const char* n : {"B11", "B11s"}) {
+    std::unique_ptr<Allocator> a = MakeAllocator(n, {}, true);
+    EXPECT_GT(Simulate(*a, ctx, reqs).accepted, 0) << n;
+  }
+}
+
+TEST(PolicyTest, HamiRulesPlaceAsDocumented) {
+  GpuTable t = Table("a100-40gb", false);
+  RunContext ctx = Context(t, "uniform", 1);
+  auto place = [&](const char* policy, std::vector<const char*> profiles) {
+    std::unique_ptr<Policy> p = MakeBaseline(policy);
+    EXPECT_TRUE(p->Reset(ctx).ok());
+    ClusterState cs = EmptyCluster(t, 1);
+    std::vector<std::string> out;
+    int64_t id = 0;
+    for (const char* key : profiles) {
+      Request r;
+      r.id = id++;
+      r.profiles = {t.FindProfile(key)};
+      std::optional<Decision> d = p->Decide(cs, r);
+      if (!d) {
+        out.push_back("-");
+        continue;
+      }
+      OpCounters c;
+      EXPECT_TRUE(ApplyDecision(cs, r, *d, &c).ok());
+      out.push_back(std::string(key) + "@" + std::to_string(t.pair(d->ops[0].pair).start));
+    }
+    return out;
+  };
+  // HAMi v2.10 (TestSelectMigPlacementUsesBalancedPacking): 3g -> 4, 2g -> 0, 1g -> 3 then 2.
+  EXPECT_THAT(place("B3", {"3g", "2g", "1g", "1g"}),
+              ::testing::ElementsAre("3g@4", "2g@0", "1g@3", "1g@2"));
+  // Merged PR #2855: region-sized 3g in the reserved (upper) region, 1g packed
+  // to the outer edge of the lower region.
+  EXPECT_THAT(place("B4b", {"3g", "1g"}), ::testing::ElementsAre("3g@4", "1g@0"));
+  EXPECT_THAT(place("B1", {"1g", "1g"}), ::testing::ElementsAre("1g@0", "1g@1"));
+  EXPECT_THAT(place("B2", {"1g", "1g"}), ::testing::ElementsAre("1g@6", "1g@5"));
+}
+
+TEST(PolicyTest, Dra933PatternBlocksFirstFit) {
+  GpuTable t = Table("h100-80gb", false);
+  int gpus = 0;
+  StatusOr<std::vector<Request>> reqs = AdversarialScript(t, "dra933", &gpus);
+  ASSERT_TRUE(reqs.ok());
+  RunContext ctx = Context(t, "uniform", gpus);
+  std::unique_ptr<Allocator> b1 = MakeAllocator("B1", {}, true);
+  const RunResult r = Simulate(*b1, ctx, *reqs);
+  EXPECT_EQ(r.class_accepted[t.FindProfile("3g")], 0);  // 1g left at 0, 1, 5 (DRA #933)
+  EXPECT_EQ(r.class_accepted[t.FindProfile("1g")], 7);
+}
+
+TEST(PolicyTest, SameRunTwiceGivesIdenticalDecisions) {
+  GpuTable t = Table("h100-80gb", false);
+  const std::vector<Request> reqs = Synthetic(t, "multi", 1.0, 4, 800, 17);
+  RunContext ctx = Context(t, "multi", 4);
+  for (const char* n : {"migd", "B4b", "B6", "B10"}) {
+    std::unique_ptr<Allocator> a = MakeAllocator(n, {}, false);
+    std::unique_ptr<Allocator> b = MakeAllocator(n, {}, false);
+    EXPECT_EQ(Simulate(*a, ctx, reqs).decision_hash, Simulate(*b, ctx, reqs).decision_hash) << n;
+  }
+}
+
+TEST(PolicyTest, IdleInstancesAreReusedAndReclaimedWithoutEvictions) {
+  GpuTable t = Table("h100-80gb", false);
+  const std::vector<Request> reqs = Synthetic(t, "uniform", 1.0, 2, 2000, 4);
+  RunContext ctx = Context(t, "uniform", 2);
+  std::unique_ptr<Allocator> a = MakeAllocator("migd", {}, true);
+  const RunResult r = Simulate(*a, ctx, reqs);
+  EXPECT_GT(r.ops.reuses, 0);
+  EXPECT_GT(r.ops.reclaims, 0);
+  // Every accepted instance is a create or a reuse.
+  int64_t instances = 0;
+  for (int64_t x : r.class_accepted) instances += x;
+  EXPECT_EQ(r.ops.creates + r.ops.reuses, instances);
+}
+
+// ---- trace ----
+
+constexpr char kCsv[] =
+    "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,"
+    "deletion_time,scheduled_time\n"
+    "openb-pod-0000,12000,16384,1,1000,,LS,Running,0,12537496,0\n"
+    "openb-pod-0001,6000,12288,1,460,,LS,Pending,100,400,\n"
+    "openb-pod-0002,6000,12288,0,0,,BE,Succeeded,50,60,50\n"
+    "openb-pod-0003,6000,12288,4,1000,,LS,Running,10,500,12\n"
+    "openb-pod-0004,6000,12288,1,143,,Burstable,Failed,20,80,21\n";
+
+TEST(TraceTest, ParsesPendingAndMultiGpuRows) {
+  std::istringstream in(kCsv);
+  StatusOr<std::vector<TracePod>> pods = ParseAlibabaCsv(in);
+  ASSERT_TRUE(pods.ok()) << pods.status().ToString();
+  ASSERT_EQ(pods->size(), 5u);
+  EXPECT_EQ((*pods)[1].phase, "Pending");
+  EXPECT_FALSE((*pods)[1].scheduled.has_value());
+  EXPECT_EQ((*pods)[3].num_gpu, 4);
+  EXPECT_EQ((*pods)[3].scheduled, 12);
+  EXPECT_EQ((*pods)[0].deletion, 12537496);
+
+  GpuTable t = Table("h100-80gb", false);
+  TraceSpec spec;
+  spec.gpus = 8;
+  spec.events = 4;
+  spec.lifetime_cap_quantile = 1.0;
+  TraceSummary sum;
+  StatusOr<std::vector<Request>> reqs = BuildTraceRequests(t, *pods, spec, &sum);
+  ASSERT_TRUE(reqs.ok()) << reqs.status().ToString();
+  EXPECT_EQ(sum.cpu_only, 1);
+  EXPECT_EQ(sum.single_gpu, 3);
+  EXPECT_EQ(sum.multi_gpu_used, 1);
+  EXPECT_EQ(sum.pending, 1);
+  // Four GPU pods, creation order 0, 10, 20, 100 from a seed-dependent start.
+  std::vector<int> sources;
+  for (const Request& r : *reqs) sources.push_back(r.source);
+  std::vector<int> sorted = sources;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(sorted, (std::vector<int>{0, 1, 3, 4}));
+  for (const Request& r : *reqs) {
+    if (r.source == 3) {
+      EXPECT_EQ(r.profiles, std::vector<int>(4, t.FindProfile("7g")));  // 4-GPU gang
+      EXPECT_EQ(r.lifetime, 490);
+    }
+    if (r.source == 1) {
+      EXPECT_EQ(r.lifetime, 300);  // Pending: deletion - creation
+    }
+    if (r.source == 4) {
+      EXPECT_EQ(r.profiles, std::vector<int>{t.FindProfile("2g")});
+    }
+  }
+  for (size_t i = 1; i < reqs->size(); ++i) EXPECT_GT((*reqs)[i].arrival, (*reqs)[i - 1].arrival);
+
+  // Fewer GPUs than the gang: skipped.
+  spec.gpus = 2;
+  ASSERT_TRUE(BuildTraceRequests(t, *pods, spec, &sum).ok());
+  EXPECT_EQ(sum.multi_gpu_skipped, 1);
+}
+
+TEST(TraceTest, RejectsMalformedRows) {
+  std::istringstream bad_header("name,num_gpu\nx,1\n");
+  EXPECT_FALSE(ParseAlibabaCsv(bad_header).ok());
+  std::string text = kCsv;
+  text += "openb-pod-0005,1,1,one,100,,LS,Running,0,1,0\n";
+  std::istringstream bad_value(text);
+  StatusOr<std::vector<TracePod>> r = ParseAlibabaCsv(bad_value);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), ::testing::HasSubstr("line 7"));
+}
+
+TEST(TraceTest, GpuMilliMappings) {
+  const TraceMapping cc = TraceMapping::kComputeCeil, me = TraceMapping::kMemoryEighths;
+  EXPECT_EQ(MapGpuMilli(0, cc), std::nullopt);
+  EXPECT_EQ(*MapGpuMilli(1, cc), "1g");
+  EXPECT_EQ(*MapGpuMilli(142, cc), "1g");   // 0.994 -> 1
+  EXPECT_EQ(*MapGpuMilli(143, cc), "2g");   // 1.001 -> 2
+  EXPECT_EQ(*MapGpuMilli(428, cc), "3g");   // 2.996
+  EXPECT_EQ(*MapGpuMilli(429, cc), "4g");   // 3.003
+  EXPECT_EQ(*MapGpuMilli(571, cc), "4g");   // 3.997
+  EXPECT_EQ(*MapGpuMilli(572, cc), "7g");   // 4.004 -> 5 -> 7g
+  EXPECT_EQ(*MapGpuMilli(1000, cc), "7g");
+  EXPECT_EQ(*MapGpuMilli(125, me), "1g");
+  EXPECT_EQ(*MapGpuMilli(126, me), "2g");
+  EXPECT_EQ(*MapGpuMilli(250, me), "2g");
+  EXPECT_EQ(*MapGpuMilli(251, me), "3g");
+  EXPECT_EQ(*MapGpuMilli(500, me), "3g");
+  EXPECT_EQ(*MapGpuMilli(501, me), "7g");
+  EXPECT_EQ(*MapGpuMilli(1500, me), "7g");
+}
+
+// ---- statistics ----
+
+TEST(StatsTest, PairedConfidenceInterval) {
+  const MeanCi m = Summarise({1, 2, 3, 4});
+  EXPECT_DOUBLE_EQ(m.mean, 2.5);
+  // sd = 1.290994, t(3) = 3.182, n = 4.
+  EXPECT_NEAR(m.half_width, 3.182 * 1.2909944 / 2, 1e-6);
+  EXPECT_EQ(Summarise({5}).half_width, 0);
+  EXPECT_NEAR(TQuantile975(9), 2.262, 1e-9);
+}
+
+}  // namespace
+}  // namespace migd::bench

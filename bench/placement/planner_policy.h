@@ -1,0 +1,45 @@
+// File: bench/placement/planner_policy.h
+//
+// The adapter that runs migd's product planner (src/planner, target
+// migd_planner) inside the benchmark: each decision builds a
+// planner::PlanInput from the simulated cluster (Active and Idle occupants,
+// keys "<gpu>:<pair>", last-used ticks) and the request, calls
+// planner::Planner::MakePlan, and turns the Plan (reuse / create / reclaim)
+// into simulator ops. The demand mix is a planner::DemandMix fed with every
+// requested instance, as the engine does (DESIGN.md §7).
+//
+// Same-GPU multi-instance requests: the planner plans across GPUs unless an
+// instance names a GPU, so the adapter asks once per GPU with every instance
+// pinned to it and keeps the plan of lowest planner::PlanScore (the
+// planner's own cost; ties to the lower GPU). Any-GPU requests: one call.
+//
+// Latency: LastCoreNs() is the wall time of the MakePlan calls only (input
+// building excluded); LastExhaustiveCallNs() lists the calls in which the
+// planner ran its exhaustive search (planner counters), successful or not.
+//
+// Thread-safety: one object per thread (planner::Planner is not thread-safe).
+#ifndef MIGD_BENCH_PLACEMENT_PLANNER_POLICY_H_
+#define MIGD_BENCH_PLACEMENT_PLANNER_POLICY_H_
+
+#include <memory>
+#include <string>
+
+#include "bench/placement/sim.h"
+
+namespace migd::bench {
+
+struct PlannerPolicyOptions {
+  bool keep_idle = true;     // departure -> Idle (the product's behaviour); false: destroy
+  double half_life = 10.0;   // DemandMix half-life in mean lifetimes (0: no decay)
+  // Time every MakePlan call this many times and keep the fastest (filters
+  // preemption on a busy machine; the planner is pure, so repeats return the
+  // same plan). 1 = time the single real call.
+  int latency_repeats = 1;
+};
+
+// Names: "migd" (keep_idle), "migd-noidle".
+std::unique_ptr<Policy> MakePlannerPolicy(const PlannerPolicyOptions& options);
+
+}  // namespace migd::bench
+
+#endif  // MIGD_BENCH_PLACEMENT_PLANNER_POLICY_H_

@@ -16,12 +16,17 @@ JOBS ?= 2
 SIM_GPUS ?= a100-40gb:2,h100-80gb:1
 RUN_DIR ?= $(CURDIR)/build/run
 
-.PHONY: all deps configure build test run test-asan test-tsan test-debug clean probe bench-placement
+.PHONY: all deps deps-test configure build test run test-asan test-tsan test-debug clean probe bench-placement
 
 all: build
 
 deps:
 	@scripts/install-deps.sh
+
+# The tests also need Go and the CDI Go library (tests/cdi checks every spec
+# migd writes against the real CDI library).
+deps-test:
+	@scripts/install-deps.sh cdi-check
 
 configure: deps
 	@cmake --preset default >/dev/null
@@ -29,7 +34,7 @@ configure: deps
 build: configure
 	@cmake --build --preset default -j $(JOBS)
 
-test: build
+test: deps-test build
 	@cd build && ctest --output-on-failure -j $(JOBS) --timeout 600
 
 test-%: deps

@@ -6,13 +6,15 @@
 #   scripts/install-deps.sh          the default packages below
 #   scripts/install-deps.sh bench    also the optional `bench` group (gnuplot-nox,
 #                                    for the plots of `make bench-placement`)
+#   scripts/install-deps.sh cdi-check  also the optional `cdi-check` group (Go and the
+#                                    CDI Go library 0.5.2, for tests/cdi cdi_library_test)
 set -euo pipefail
 
 PACKAGES=(
   # toolchain
   cmake ninja-build g++ make pkg-config
   # libraries
-  libspdlog-dev libfmt-dev nlohmann-json3-dev libcli11-dev
+  libspdlog-dev libfmt-dev nlohmann-json3-dev libcli11-dev libyaml-cpp-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
 )
@@ -21,11 +23,15 @@ PACKAGES=(
 BENCH_PACKAGES=(
   gnuplot-nox
 )
+CDI_CHECK_PACKAGES=(
+  golang-go golang-github-container-orchestrated-devices-container-device-interface-dev
+)
 
 for group in "$@"; do
   case "$group" in
     bench) PACKAGES+=("${BENCH_PACKAGES[@]}") ;;
-    *) echo "install-deps: unknown group '$group' (known: bench)" >&2; exit 2 ;;
+    cdi-check) PACKAGES+=("${CDI_CHECK_PACKAGES[@]}") ;;
+    *) echo "install-deps: unknown group '$group' (known: bench, cdi-check)" >&2; exit 2 ;;
   esac
 done
 

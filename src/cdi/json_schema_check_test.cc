@@ -1,0 +1,110 @@
+#include "cdi/json_schema_check.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "base/file_util.h"
+#include "cdi/cdi_test_util.h"
+#include "testing/status_matchers.h"
+#include "testing/temp_dir.h"
+
+namespace migd::cdi::testing {
+namespace {
+
+using ::migd::testing::IsOk;
+using ::migd::testing::StatusIs;
+using ::migd::testing::TempDir;
+using ::migd::testing::WriteFileOrDie;
+using ::testing::HasSubstr;
+using Json = nlohmann::json;
+
+// The in-repo copies must stay verbatim copies of shared/cdi (when present).
+TEST(JsonSchemaCheckTest, RepoCopyMatchesSharedSchema) {
+  if (!std::filesystem::exists(MIGD_SHARED_CDI_DIR)) {
+    GTEST_SKIP() << MIGD_SHARED_CDI_DIR << " not present";
+  }
+  for (const char* f : {"schema.json", "defs.json"}) {
+    StatusOr<std::string> repo = ReadFileToString(std::string(MIGD_CDI_SCHEMA_DIR) + "/" + f);
+    StatusOr<std::string> shared = ReadFileToString(std::string(MIGD_SHARED_CDI_DIR) + "/" + f);
+    ASSERT_TRUE(repo.ok() && shared.ok()) << f;
+    EXPECT_EQ(*repo, *shared) << f;
+  }
+}
+
+TEST(JsonSchemaCheckTest, AcceptsAValidSpec) {
+  EXPECT_THAT(SchemaChecker().Validate(Json::parse(R"({
+    "cdiVersion": "0.5.0", "kind": "hami.io/mig",
+    "devices": [{"name": "MIG-x", "containerEdits": {"deviceNodes": [{"path": "/dev/x",
+      "major": -1, "uid": 4294967295}]}}],
+    "containerEdits": {"env": ["A=b"], "additionalGids": [0],
+      "hooks": [{"hookName": "createContainer", "path": "/p", "timeout": 3}]}})")),
+              IsOk());
+}
+
+TEST(JsonSchemaCheckTest, RejectsEachConstraintOfTheSchemaFiles) {
+  struct Case {
+    const char* doc;
+    const char* want;
+  };
+  const Case cases[] = {
+      {R"({"kind": "a/b", "devices": []})", "missing required property \"cdiVersion\""},
+      {R"({"cdiVersion": "0.5.0", "devices": []})", "missing required property \"kind\""},
+      {R"({"cdiVersion": "0.5.0", "kind": "a/b"})", "missing required property \"devices\""},
+      {R"({"cdiVersion": 5, "kind": "a/b", "devices": []})", "/cdiVersion: expected type"},
+      {R"({"cdiVersion": "0.5.0", "kind": "a/b", "devices": {}})", "/devices: expected type"},
+      {R"({"cdiVersion": "0.5.0", "kind": "a/b", "devices": [{"name": "x"}]})",
+       "/devices/0: missing required property \"containerEdits\""},
+      {R"({"cdiVersion": "0.5.0", "kind": "a/b", "devices": [{"containerEdits": {}}]})",
+       "/devices/0: missing required property \"name\""},
+      {R"({"cdiVersion": "0.5.0", "kind": "a/b", "devices": [],
+          "containerEdits": {"deviceNodes": [{"type": "c"}]}})",
+       "/containerEdits/deviceNodes/0: missing required property \"path\""},
+      {R"({"cdiVersion": "0.5.0", "kind": "a/b", "devices": [],
+          "containerEdits": {"deviceNodes": [{"path": "/x", "uid": 4294967296}]}})",
+       "/containerEdits/deviceNodes/0/uid: 4294967296 > maximum"},
+      {R"({"cdiVersion": "0.5.0", "kind": "a/b", "devices": [],
+          "containerEdits": {"deviceNodes": [{"path": "/x", "gid": -1}]}})",
+       "/gid: -1 < minimum"},
+      {R"({"cdiVersion": "0.5.0", "kind": "a/b", "devices": [],
+          "containerEdits": {"deviceNodes": [{"path": "/x", "major": 1.5}]}})",
+       "/major: expected type \"integer\""},
+      {R"({"cdiVersion": "0.5.0", "kind": "a/b", "devices": [],
+          "containerEdits": {"mounts": [{"hostPath": "/x"}]}})",
+       "missing required property \"containerPath\""},
+      {R"({"cdiVersion": "0.5.0", "kind": "a/b", "devices": [],
+          "containerEdits": {"hooks": [{"path": "/x"}]}})",
+       "missing required property \"hookName\""},
+      {R"({"cdiVersion": "0.5.0", "kind": "a/b", "devices": [],
+          "containerEdits": {"netDevices": [{"name": "x"}]}})",
+       "missing required property \"hostInterfaceName\""},
+      {R"({"cdiVersion": "0.5.0", "kind": "a/b", "devices": [], "annotations": {"k": 1}})",
+       "/annotations/k: expected type \"string\""},
+      {R"({"cdiVersion": "0.5.0", "kind": "a/b", "devices": [],
+          "containerEdits": {"additionalGids": ["x"]}})",
+       "/additionalGids/0: expected type \"integer\""},
+      {R"({"cdiVersion": "0.5.0", "kind": "a/b", "devices": [],
+          "containerEdits": {"intelRdt": {"enableMonitoring": "yes"}}})",
+       "/enableMonitoring: expected type \"boolean\""},
+  };
+  for (const Case& c : cases) {
+    EXPECT_THAT(SchemaChecker().Validate(Json::parse(c.doc)),
+                StatusIs(StatusCode::kInvalidArgument, HasSubstr(c.want)))
+        << c.doc;
+  }
+}
+
+TEST(JsonSchemaCheckTest, UnsupportedKeywordIsAValidatorError) {
+  TempDir dir;
+  WriteFileOrDie(dir.Join("s.json"), R"({"type": "object", "oneOf": []})");
+  MIGD_ASSERT_OK_AND_ASSIGN(JsonSchemaChecker checker,
+                            JsonSchemaChecker::Load(dir.path(), {"s.json"}, "s.json"));
+  EXPECT_THAT(checker.Validate(Json::object()),
+              StatusIs(StatusCode::kUnimplemented, HasSubstr("oneOf")));
+  EXPECT_THAT(JsonSchemaChecker::Load(dir.path(), {"absent.json"}, "absent.json"),
+              StatusIs(StatusCode::kNotFound, HasSubstr("absent.json")));
+}
+
+}  // namespace
+}  // namespace migd::cdi::testing

@@ -1,0 +1,133 @@
+// File: cdi/spec_writer.h
+//
+// SpecWriter: one CDI spec file per MIG instance in the dynamic spec
+// directory (DESIGN.md §6, reference/cdi.md §5–6 and requirements 1, 7–9):
+//
+//   <spec_dir>/<vendor>-<class>_<MIG UUID>.json
+//
+// written atomically (temp file ".<name>.<pid>.<n>.tmp" in the same directory —
+// runtimes load only *.json and *.yaml —, fsync, fchmod 0644, rename, fsync of
+// the directory; base/AtomicWriteFile). A reader (a runtime's registry
+// refresh) sees the old file, the new file or no file, never a partial one.
+// Symbolic links at a spec path are refused, never followed or replaced.
+//
+// Removal failures are queued and retried by RetryPendingRemovals() (the
+// reconciler calls it); writing a device again drops its pending removal.
+// Sweep() runs once at startup after reconciliation.
+//
+// Example:
+//   cdi::SpecWriter writer({.kind = kind, .spec_dir = "/var/run/cdi"});
+//   MIGD_RETURN_IF_ERROR(writer.Write(built));           // before Allocate returns
+//   ...
+//   writer.Remove(built.device_name).IgnoreError();      // after the GI/CI is destroyed
+//
+// Thread-safety: all methods are thread-safe. Operations on one device name
+// are serialised by a lock striped over names, held across that file's I/O
+// (a deliberate exception to "no lock across disk I/O": it only orders
+// operations on the same file); different names proceed in parallel.
+#ifndef MIGD_CDI_SPEC_WRITER_H_
+#define MIGD_CDI_SPEC_WRITER_H_
+
+#include <array>
+#include <functional>
+#include <mutex>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "cdi/names.h"
+#include "cdi/spec_builder.h"
+
+namespace migd::cdi {
+
+struct WriterOptions {
+  Kind kind;
+  std::string spec_dir = "/var/run/cdi";  // cdi.specDir
+  // false skips the fsyncs (tests only; still atomic against a process crash).
+  bool sync = true;
+  // Seam for tests: removes a file, returning 0 or -1 with errno set, like
+  // unlink(2) (the default when empty). Lets a test make removals fail, which
+  // root cannot provoke with permissions.
+  std::function<int(const std::string& path)> unlink;
+};
+
+enum class VerifyResult {
+  kMatches,  // the file holds exactly the expected bytes
+  kMissing,  // no file
+  kDiffers,  // a file with other content
+};
+
+struct SweepReport {
+  std::vector<std::string> kept;     // device names of live instances whose file exists
+  std::vector<std::string> removed;  // device names whose files were removed
+  std::vector<std::string> missing;  // live device names without a file (rewrite them)
+  std::vector<std::string> refused;  // file names of ours that are symlinks/non-regular: untouched
+  std::vector<std::string> failed;   // device names whose removal failed: queued for retry
+  std::vector<std::string> temp_files_removed;  // stale temp files of a crashed writer
+};
+
+class SpecWriter {
+ public:
+  explicit SpecWriter(WriterOptions options);
+  SpecWriter(const SpecWriter&) = delete;
+  SpecWriter& operator=(const SpecWriter&) = delete;
+
+  const WriterOptions& options() const { return options_; }
+
+  // <spec_dir>/<vendor>-<class>_<device>.json. REQUIRES: a valid device name.
+  std::string PathFor(std::string_view device) const;
+
+  // Writes `built.content` as the spec file of `built.device_name`, creating
+  // spec_dir (0755) if needed. Drops a pending removal of that device.
+  // Errors: kInvalidArgument if the spec's kind is not this writer's or a name
+  // breaks the CDI grammar; kAlreadyExists if another file in spec_dir defines
+  // the same qualified device (the runtime would drop both as conflicting);
+  // kFailedPrecondition if the target is a symlink or not a regular file;
+  // OS errors with the path. On error the previous file (or its absence) is
+  // unchanged and no temp file is left.
+  Status Write(const BuiltSpec& built);
+
+  // Compares the file of `device` with `expected` byte for byte (the reuse
+  // path: rewrite unless kMatches). kFailedPrecondition for a symlink or
+  // non-regular file; OS errors with the path.
+  StatusOr<VerifyResult> Verify(std::string_view device, std::string_view expected) const;
+
+  // Removes the file of `device`; OK if it does not exist. On an OS error the
+  // removal is queued for RetryPendingRemovals and the error returned.
+  // kFailedPrecondition (not queued) if the entry is a symlink or not a
+  // regular file: it is left alone.
+  Status Remove(std::string_view device);
+
+  // Retries every queued removal once. OK if the queue is now empty; else the
+  // first error, with the number still pending.
+  Status RetryPendingRemovals();
+
+  // Device names whose removal is queued, sorted.
+  std::vector<std::string> PendingRemovals() const;
+
+  // Startup sweep: removes every "<vendor>-<class>_<device>.json" in spec_dir
+  // whose device is not in `live_devices`, and stale temp files of this kind
+  // left by another (crashed) process; never touches other names, symlinks or
+  // non-regular files. A missing spec_dir is empty. Failed removals are queued.
+  // Errors: OS errors listing the directory.
+  StatusOr<SweepReport> Sweep(const std::set<std::string>& live_devices);
+
+ private:
+  std::mutex& LockFor(std::string_view device) const;
+  // kAlreadyExists if a *.json/*.yaml file other than `own_file` defines
+  // kind=device. Unreadable or unparsable files are skipped (the runtime
+  // would drop them, not their devices' counterparts).
+  Status CheckCollision(const std::string& device, const std::string& own_file) const;
+  Status RemoveLocked(const std::string& device);
+
+  const WriterOptions options_;
+  mutable std::array<std::mutex, 32> name_locks_;
+  mutable std::mutex mu_;
+  std::set<std::string> pending_removals_;  // GUARDED_BY(mu_)
+};
+
+}  // namespace migd::cdi
+
+#endif  // MIGD_CDI_SPEC_WRITER_H_

@@ -45,7 +45,7 @@ MATCHER_P2(StatusIs, code, message_matcher,
 
 #define MIGD_ASSERT_OK(expr)                               \
   do {                                                     \
-    const ::migd::Status& migd_s_ = ::migd::testing::GetStatus(expr); \
+    const ::migd::Status migd_s_ = ::migd::testing::GetStatus(expr); \
     ASSERT_TRUE(migd_s_.ok()) << migd_s_.ToString();       \
   } while (0)
 #define MIGD_EXPECT_OK(expr) EXPECT_THAT((expr), ::migd::testing::IsOk())

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <string_view>
 #include <utility>
 
@@ -72,6 +73,21 @@ const CiProfileInfo* ChooseDefaultCi(const std::vector<CiProfileInfo>& cis, uint
     if (c.slice_count == gi_slices) return &c;
   }
   return nullptr;
+}
+
+// The CI profile index whose profile spans `slices` compute slices
+// (NVML_COMPUTE_INSTANCE_PROFILE_<N>_SLICE, nvml.md §5.3); nullopt if none.
+std::optional<uint32_t> CiIndexForSlices(uint32_t slices) {
+  switch (slices) {
+    case 1: return abi::kCiProfile1Slice;
+    case 2: return abi::kCiProfile2Slice;
+    case 3: return abi::kCiProfile3Slice;
+    case 4: return abi::kCiProfile4Slice;
+    case 6: return abi::kCiProfile6Slice;
+    case 7: return abi::kCiProfile7Slice;
+    case 8: return abi::kCiProfile8Slice;
+    default: return std::nullopt;
+  }
 }
 
 template <typename Info, typename Fn>
@@ -192,6 +208,7 @@ StatusOr<MigModeInfo> NvmlDriver::ReadMigMode(GpuIndex gpu, nvmlDevice_t dev) {
       it->second.profiles_valid = false;
       it->second.profiles.clear();
       it->second.ci_profiles.clear();
+      it->second.default_ci.clear();
     }
   }
   return info;
@@ -605,6 +622,49 @@ StatusOr<std::vector<CiProfileInfo>> NvmlDriver::CiProfiles(GpuIndex gpu, GiProf
   return out;
 }
 
+StatusOr<CiProfileInfo> NvmlDriver::DefaultCiProfile(GpuIndex gpu, const GiProfileInfo& gp,
+                                                     nvmlGpuInstance_t gi) {
+  const bool double_memory = gp.index.value() == abi::kGiProfile1SliceRev2;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    GpuCache& cache = gpus_[gpu.value()];
+    auto hit = cache.default_ci.find(gp.id.value());
+    if (hit != cache.default_ci.end()) return hit->second;
+    auto walked = cache.ci_profiles.find(gp.id.value());
+    if (walked != cache.ci_profiles.end()) {
+      const CiProfileInfo* c = ChooseDefaultCi(walked->second, gp.slice_count, double_memory);
+      if (c != nullptr) return cache.default_ci[gp.id.value()] = *c;
+    }
+  }
+  std::vector<uint32_t> candidates;
+  if (double_memory) candidates.push_back(abi::kCiProfile1SliceRev1);
+  if (std::optional<uint32_t> index = CiIndexForSlices(gp.slice_count)) {
+    candidates.push_back(*index);
+  }
+  int accepted = 0;
+  for (uint32_t index : candidates) {
+    CiProfileInfo c;
+    const nvmlReturn_t r = QueryCiProfile(gi, index, &accepted, &c);
+    if (r == NVML_ERROR_INVALID_ARGUMENT || r == NVML_ERROR_NOT_SUPPORTED) continue;
+    if (r != NVML_SUCCESS) {
+      return Err(r, "reading CI profile index " + std::to_string(index) + " of GI profile " +
+                        std::to_string(gp.id.value()) + " on " + GpuText(gpu));
+    }
+    if (c.slice_count != gp.slice_count) continue;
+    std::lock_guard<std::mutex> lock(mu_);
+    return gpus_[gpu.value()].default_ci[gp.id.value()] = c;
+  }
+  // An unexpected table: fall back to walking every CI profile index.
+  MIGD_ASSIGN_OR_RETURN(std::vector<CiProfileInfo> cis, CiProfiles(gpu, gp.id, gi));
+  const CiProfileInfo* c = ChooseDefaultCi(cis, gp.slice_count, double_memory);
+  if (c == nullptr) {
+    return InternalError("no CI profile spans GI profile " + std::to_string(gp.id.value()) +
+                         " (" + std::to_string(gp.slice_count) + " slices) on " + GpuText(gpu));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  return gpus_[gpu.value()].default_ci[gp.id.value()] = *c;
+}
+
 StatusOr<std::vector<CiProfileInfo>> NvmlDriver::GetCiProfiles(GpuIndex gpu, NvmlGiId gi) {
   MIGD_ASSIGN_OR_RETURN(NvmlSession::Token token, session_->Acquire());
   MIGD_ASSIGN_OR_RETURN(nvmlDevice_t dev, Device(token, gpu));
@@ -681,14 +741,8 @@ StatusOr<ComputeInstanceInfo> NvmlDriver::CreateCi(GpuIndex gpu, NvmlGiId gi) {
     return InternalError(gi_text + " has GI profile id " + std::to_string(gi_profile.value()) +
                          ", which NVML did not list");
   }
-  MIGD_ASSIGN_OR_RETURN(std::vector<CiProfileInfo> cis, CiProfiles(gpu, gi_profile, gih));
-  const CiProfileInfo* ci_profile =
-      ChooseDefaultCi(cis, gp->slice_count, gp->index.value() == abi::kGiProfile1SliceRev2);
-  if (ci_profile == nullptr) {
-    return InternalError("no CI profile spans " + gi_text + " (GI profile " +
-                         std::to_string(gi_profile.value()) + ", " +
-                         std::to_string(gp->slice_count) + " slices)");
-  }
+  MIGD_ASSIGN_OR_RETURN(const CiProfileInfo default_ci, DefaultCiProfile(gpu, *gp, gih));
+  const CiProfileInfo* ci_profile = &default_ci;
   const std::string what = "creating CI profile " + std::to_string(ci_profile->id.value()) +
                            " in " + gi_text;
   nvmlComputeInstance_t ci = nullptr;

@@ -124,6 +124,7 @@ class NvmlDriver : public GpuDriver {
     bool profiles_valid = false;
     std::vector<GiProfileInfo> profiles;  // sorted by index
     std::map<uint32_t, std::vector<CiProfileInfo>> ci_profiles;  // by GI profile id
+    std::map<uint32_t, CiProfileInfo> default_ci;  // by GI profile id
   };
 
   StatusOr<nvmlDevice_t> Device(const NvmlSession::Token& token, GpuIndex gpu);
@@ -152,6 +153,13 @@ class NvmlDriver : public GpuDriver {
   // live GI of that profile, used to walk on a cache miss.
   StatusOr<std::vector<CiProfileInfo>> CiProfiles(GpuIndex gpu, GiProfileId gi_profile,
                                                   nvmlGpuInstance_t gi);
+  // The default (full) CI profile of GI profile `gp`, cached per (GPU, GI
+  // profile id). On a miss it queries only the candidate indices (REV1 for
+  // the double-memory 1g, then the index whose slice count equals the GI's:
+  // one call on a v3 driver), so that a create stays within its NVML call
+  // budget; the full walk is the fallback when neither answers as expected.
+  StatusOr<CiProfileInfo> DefaultCiProfile(GpuIndex gpu, const GiProfileInfo& gp,
+                                           nvmlGpuInstance_t gi);
   StatusOr<nvmlGpuInstance_t> GiHandle(GpuIndex gpu, nvmlDevice_t dev, NvmlGiId gi);
   StatusOr<nvmlComputeInstance_t> CiHandle(GpuIndex gpu, nvmlGpuInstance_t gih, NvmlGiId gi,
                                            NvmlCiId ci);

@@ -1,0 +1,55 @@
+// File: engine/instance_observer.h
+//
+// InstanceObserver: the hook through which the CDI module (a later issue)
+// follows instances. The Manager calls OnPublish before Allocate returns an
+// instance (created or reused) and after recovery verified an Active or Idle
+// instance; it calls OnUnpublish only after the GI/CI was destroyed (never on
+// release: an Idle instance keeps its CDI file, DESIGN.md §6).
+//
+// Thread-safety: implementations must be thread-safe; the Manager calls them
+// without holding its registry lock, possibly from several threads (one per
+// GPU at most at a time for a given instance).
+#ifndef MIGD_ENGINE_INSTANCE_OBSERVER_H_
+#define MIGD_ENGINE_INSTANCE_OBSERVER_H_
+
+#include <string>
+
+#include "base/ids.h"
+#include "base/status.h"
+#include "mig/placement.h"
+
+namespace migd::engine {
+
+// What an observer learns about an instance.
+struct PublishedInstance {
+  GpuIndex gpu;
+  GpuUuid gpu_uuid;
+  uint32_t gpu_minor = 0;
+  GiProfileId profile_id;
+  std::string profile;
+  mig::Placement placement;
+  NvmlGiId gi_id;
+  NvmlCiId ci_id;
+  MigUuid mig_uuid;
+};
+
+class InstanceObserver {
+ public:
+  virtual ~InstanceObserver() = default;
+  // The instance exists and is (or may be) handed out. An error fails the
+  // allocation (which then rolls back) or, during recovery, startup.
+  virtual Status OnPublish(const PublishedInstance& instance) = 0;
+  // The instance was destroyed. Errors are logged; the observer owns retries.
+  virtual Status OnUnpublish(const PublishedInstance& instance) = 0;
+};
+
+// The default: does nothing.
+class NoopInstanceObserver final : public InstanceObserver {
+ public:
+  Status OnPublish(const PublishedInstance&) override { return OkStatus(); }
+  Status OnUnpublish(const PublishedInstance&) override { return OkStatus(); }
+};
+
+}  // namespace migd::engine
+
+#endif  // MIGD_ENGINE_INSTANCE_OBSERVER_H_

@@ -1,0 +1,792 @@
+#include "engine/manager.h"
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+
+#include <spdlog/spdlog.h>
+
+#include "base/logging.h"
+#include "base/status_macros.h"
+#include "engine/gpu_model_builder.h"
+
+namespace migd::engine {
+namespace {
+
+bool IsNotFoundOrOk(const Status& s) { return s.ok() || IsNotFound(s); }
+
+const driver::GpuInstanceInfo* FindGi(const std::vector<driver::GpuInstanceInfo>& gis,
+                                      NvmlGiId id) {
+  for (const auto& gi : gis) {
+    if (gi.id == id) return &gi;
+  }
+  return nullptr;
+}
+
+const driver::GpuInstanceInfo* FindGiAt(const std::vector<driver::GpuInstanceInfo>& gis,
+                                        GiProfileId profile, const mig::Placement& p) {
+  for (const auto& gi : gis) {
+    if (gi.profile_id == profile && gi.placement == p) return &gi;
+  }
+  return nullptr;
+}
+
+int64_t ToTick(const std::optional<Clock::TimePoint>& t) {
+  return t ? ToUnixSeconds(*t) : 0;
+}
+
+}  // namespace
+
+Manager::Manager(ManagerOptions options, driver::GpuDriver& driver, store::RecordStore& store,
+                 Clock& clock, InstanceObserver* observer)
+    : options_(std::move(options)),
+      driver_(driver),
+      store_(store),
+      clock_(clock),
+      observer_(observer != nullptr ? *observer : noop_observer_),
+      demand_(options_.demand_half_life_seconds) {}
+
+Manager::~Manager() { StopReconciler(); }
+
+StatusOr<std::unique_ptr<Manager>> Manager::Create(ManagerOptions options,
+                                                   driver::GpuDriver& driver,
+                                                   store::RecordStore& store, Clock& clock,
+                                                   OwnerSource& owners,
+                                                   InstanceObserver* observer) {
+  if (options.boot_id.empty()) {
+    return InvalidArgumentError("ManagerOptions.boot_id is required (ReadBootId())");
+  }
+  if (options.reconcile_interval <= Clock::Duration::zero()) {
+    return InvalidArgumentError("ManagerOptions.reconcile_interval must be positive");
+  }
+  std::unique_ptr<Manager> m(new Manager(std::move(options), driver, store, clock, observer));
+  MIGD_RETURN_IF_ERROR(m->Recover(owners));
+  return StatusOr<std::unique_ptr<Manager>>(std::move(m));
+}
+
+int64_t Manager::NowTick() const {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             clock_.MonotonicNow().time_since_epoch())
+      .count();
+}
+
+Status Manager::TransitionLocked(Instance& inst, InstanceState to) {
+  if (!CanTransition(inst.state, to)) {
+    return InternalError("refused transition " + std::string(InstanceStateName(inst.state)) +
+                         " -> " + std::string(InstanceStateName(to)) + " of " +
+                         inst.key.ToString());
+  }
+  inst.state = to;
+  return OkStatus();
+}
+
+InstanceView Manager::ViewLocked(const Instance& inst) const {
+  InstanceView v;
+  v.state = inst.state;
+  v.gpu = inst.gpu;
+  v.gpu_uuid = inst.key.gpu_uuid;
+  v.profile_id = inst.key.profile_id;
+  v.profile = inst.profile;
+  v.placement = inst.key.placement;
+  v.gi_id = inst.gi_id.value_or(NvmlGiId(0));
+  v.ci_id = inst.ci_id.value_or(NvmlCiId(0));
+  v.mig_uuid = inst.mig_uuid;
+  v.owner = inst.owner;
+  v.request_id = inst.request_id;
+  v.last_used = inst.last_used;
+  return v;
+}
+
+PublishedInstance Manager::PublishedLocked(const Instance& inst) const {
+  PublishedInstance p;
+  p.gpu = inst.gpu;
+  p.gpu_uuid = inst.key.gpu_uuid;
+  auto it = gpus_.find(inst.gpu.value());
+  if (it != gpus_.end()) p.gpu_minor = it->second.info.minor;
+  p.profile_id = inst.key.profile_id;
+  p.profile = inst.profile;
+  p.placement = inst.key.placement;
+  p.gi_id = inst.gi_id.value_or(NvmlGiId(0));
+  p.ci_id = inst.ci_id.value_or(NvmlCiId(0));
+  p.mig_uuid = inst.mig_uuid;
+  return p;
+}
+
+Manager::Instance* Manager::FindByUuidLocked(const std::string& uuid) {
+  if (uuid.empty()) return nullptr;
+  for (auto& [key, inst] : instances_) {
+    if (inst.mig_uuid.value() == uuid) return &inst;
+  }
+  return nullptr;
+}
+
+const mig::GpuModel* Manager::ModelOf(GpuIndex gpu) const {
+  auto it = gpus_.find(gpu.value());
+  return it == gpus_.end() ? nullptr : it->second.model.get();
+}
+
+planner::DemandWeights Manager::DemandWeights() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return demand_.Weights();
+}
+
+ManagerCounters Manager::counters() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return counters_;
+}
+
+Status Manager::PutRecord(const Instance& inst, InstanceState state, store::RecordPhase phase) {
+  store::Record r;
+  r.key = inst.key;
+  r.phase = phase;
+  r.state = ToRecordState(state);
+  r.profile_name = inst.profile;
+  r.gi_id = inst.gi_id;
+  r.ci_id = inst.ci_id;
+  if (!inst.mig_uuid.value().empty()) r.mig_uuid = inst.mig_uuid;
+  if (state == InstanceState::kActive) {
+    r.owner = inst.owner;
+    r.request_id = inst.request_id;
+  }
+  r.boot_id = options_.boot_id;
+  r.created_at = inst.created_at;
+  r.last_used_at = inst.last_used;
+  StatusOr<store::Record> written = store_.Put(std::move(r));
+  if (!written.ok()) {
+    return written.status().WithContext("writing record " + inst.key.ToString());
+  }
+  return OkStatus();
+}
+
+std::vector<std::unique_lock<std::mutex>> Manager::LockGpus(const std::set<uint32_t>& gpus) {
+  std::vector<std::unique_lock<std::mutex>> locks;
+  for (uint32_t g : gpus) {  // std::set iterates in index order
+    auto it = gpus_.find(g);
+    if (it != gpus_.end()) locks.emplace_back(*it->second.mutate_mu);
+  }
+  return locks;
+}
+
+planner::PlanInput Manager::BuildPlanInputLocked(const std::vector<InstanceSpec>& specs) const {
+  planner::PlanInput in;
+  in.demand = demand_.Weights();
+  std::map<uint32_t, size_t> pos;
+  for (const auto& [idx, gpu] : gpus_) {
+    pos[idx] = in.gpus.size();
+    in.gpus.push_back({GpuIndex(idx), gpu.model.get(), {}});
+  }
+  // An allocation reserves its reclaims (Reclaiming/Deleting) together with
+  // the Creating placeholder that replaces them; the placeholder stands for
+  // both while they overlap.
+  std::map<uint32_t, uint32_t> creating_mask;
+  for (const auto& [key, inst] : instances_) {
+    if (inst.state == InstanceState::kCreating) creating_mask[inst.gpu.value()] |= key.placement.Mask();
+  }
+  for (const auto& [key, inst] : instances_) {
+    auto p = pos.find(inst.gpu.value());
+    if (p == pos.end()) continue;
+    if ((inst.state == InstanceState::kReclaiming || inst.state == InstanceState::kDeleting ||
+         inst.state == InstanceState::kError) &&
+        (creating_mask[inst.gpu.value()] & key.placement.Mask()) != 0) {
+      continue;
+    }
+    planner::Occupant o;
+    o.profile = inst.profile;
+    o.placement = key.placement;
+    switch (inst.state) {
+      case InstanceState::kCreating:
+      case InstanceState::kActive:
+        o.state = planner::OccupantState::kActive;
+        o.key = inst.mig_uuid.value().empty() ? "creating:" + key.ToString()
+                                              : inst.mig_uuid.value();
+        break;
+      case InstanceState::kIdle:
+        o.state = inst.busy ? planner::OccupantState::kActive : planner::OccupantState::kIdle;
+        o.key = inst.mig_uuid.value();
+        o.last_used = ToTick(inst.last_used);
+        break;
+      default:
+        o.state = planner::OccupantState::kError;
+        o.key = "busy:" + key.ToString();
+        break;
+    }
+    in.gpus[p->second].occupants.push_back(std::move(o));
+  }
+  for (const auto& [idx, gpu] : gpus_) {
+    for (const auto& gi : gpu.foreign) {
+      const mig::GiProfile* prof = gpu.model->FindProfileById(gi.profile_id);
+      if (prof == nullptr) continue;
+      planner::Occupant o;
+      o.profile = prof->name;
+      o.placement = gi.placement;
+      o.state = planner::OccupantState::kForeign;
+      o.key = "foreign:" + std::to_string(idx) + ":" + std::to_string(gi.id.value());
+      in.gpus[pos[idx]].occupants.push_back(std::move(o));
+    }
+  }
+  for (const InstanceSpec& s : specs) {
+    in.request.push_back({s.profile, s.gpu, s.placement});
+  }
+  return in;
+}
+
+Status Manager::DestroyHw(GpuIndex gpu, const store::RecordKey& key, std::optional<NvmlGiId> gi,
+                          std::optional<NvmlCiId> ci) {
+  if (!gi) {
+    // The GI id is unknown (a create whose reply was lost): find what is at
+    // the journaled placement.
+    MIGD_ASSIGN_OR_RETURN(auto live, driver_.ListGpuInstances(gpu));
+    const driver::GpuInstanceInfo* found = FindGiAt(live, key.profile_id, key.placement);
+    if (found == nullptr) return OkStatus();
+    gi = found->id;
+    ci.reset();
+  }
+  if (ci) {
+    Status s = driver_.DestroyCi(gpu, *gi, *ci);
+    if (!IsNotFoundOrOk(s)) return s;
+  }
+  Status s = driver_.DestroyGi(gpu, *gi);
+  if (IsNotFoundOrOk(s)) return OkStatus();
+  if (!IsFailedPrecondition(s)) return s;
+  // IN_USE: CIs we do not know of (a CI create whose reply was lost).
+  MIGD_ASSIGN_OR_RETURN(auto live, driver_.ListGpuInstances(gpu));
+  const driver::GpuInstanceInfo* found = FindGi(live, *gi);
+  if (found == nullptr) return OkStatus();
+  if (found->compute_instances.empty()) return s;
+  for (const auto& c : found->compute_instances) {
+    Status cs = driver_.DestroyCi(gpu, *gi, c.id);
+    if (!IsNotFoundOrOk(cs)) return cs;
+  }
+  s = driver_.DestroyGi(gpu, *gi);
+  return IsNotFoundOrOk(s) ? OkStatus() : s;
+}
+
+Status Manager::DestroyInstance(const store::RecordKey& key) {
+  Instance copy;
+  InstanceState from;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = instances_.find(key);
+    if (it == instances_.end()) return OkStatus();
+    from = it->second.state;
+    if (from == InstanceState::kReclaiming) {
+      MIGD_RETURN_IF_ERROR(TransitionLocked(it->second, InstanceState::kDeleting));
+    } else if (from != InstanceState::kCreating && from != InstanceState::kError &&
+               from != InstanceState::kDeleting) {
+      return InternalError("refusing to destroy " + std::string(InstanceStateName(from)) +
+                           " instance " + key.ToString());
+    }
+    copy = it->second;
+  }
+  const store::RecordPhase phase =
+      copy.committed ? store::RecordPhase::kCommitted : store::RecordPhase::kIntent;
+  Status s;
+  // The record must say Deleting before the hardware changes, unless it
+  // already describes a destroyable instance (an intent, an Error record).
+  if (copy.committed && from != InstanceState::kError) {
+    s = PutRecord(copy, InstanceState::kDeleting, phase);
+  }
+  if (s.ok()) s = DestroyHw(copy.gpu, key, copy.gi_id, copy.ci_id);
+  if (s.ok()) {
+    Status rs = store_.Remove(key);
+    if (!rs.ok()) {
+      spdlog::warn("record removal failed, queued for retry{}",
+                   Fields().Add("key", key.ToString()).Add("error", rs.ToString()));
+    }
+    bool published = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = instances_.find(key);
+      if (it != instances_.end()) {
+        published = it->second.published;
+        Status ts = TransitionLocked(it->second, InstanceState::kNone);
+        if (!ts.ok()) return ts;
+        instances_.erase(it);
+      }
+      ++counters_.destroys;
+      if (from == InstanceState::kError) ++counters_.errors_cleaned;
+    }
+    spdlog::info("instance destroyed{}", Fields()
+                                             .Add("gpu", key.gpu_uuid)
+                                             .Add("profile", copy.profile)
+                                             .Add("placement", key.placement)
+                                             .Add("mig", copy.mig_uuid));
+    if (published) {
+      Status os = observer_.OnUnpublish(PublishedLocked(copy));
+      if (!os.ok()) spdlog::warn("observer unpublish failed{}", Fields().Add("error", os));
+    }
+    return OkStatus();
+  }
+  // Fail closed: keep it in Error, never reuse it; the reconciler retries.
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = instances_.find(key);
+    if (it != instances_.end() && it->second.state != InstanceState::kError) {
+      Status ts = TransitionLocked(it->second, InstanceState::kError);
+      if (!ts.ok()) return ts;
+    }
+    ++counters_.destroy_failures;
+  }
+  Status ps = PutRecord(copy, InstanceState::kError, phase);
+  spdlog::error("instance destroy failed, kept in Error{}",
+                Fields()
+                    .Add("gpu", key.gpu_uuid)
+                    .Add("profile", copy.profile)
+                    .Add("placement", key.placement)
+                    .Add("mig", copy.mig_uuid)
+                    .Add("error", s)
+                    .Add("record", ps.ok() ? std::string("Error") : ps.ToString()));
+  return s.WithContext("destroying " + key.ToString());
+}
+
+Status Manager::CreateInstance(const store::RecordKey& key, const store::Owner& owner,
+                               const std::string& request_id, bool as_idle) {
+  Instance copy;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = instances_.find(key);
+    if (it == instances_.end() || it->second.state != InstanceState::kCreating) {
+      return InternalError("no Creating placeholder for " + key.ToString());
+    }
+    copy = it->second;
+  }
+  auto drop_placeholder = [&]() {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = instances_.find(key);
+    if (it != instances_.end() && TransitionLocked(it->second, InstanceState::kNone).ok()) {
+      instances_.erase(it);
+    }
+  };
+  // 1. The intent is durable before the GI exists.
+  Status s = PutRecord(copy, InstanceState::kCreating, store::RecordPhase::kIntent);
+  if (!s.ok()) {
+    drop_placeholder();
+    return s;
+  }
+  // 2. GI at exactly the planned placement.
+  StatusOr<driver::GpuInstanceInfo> gi =
+      driver_.CreateGi(copy.gpu, key.profile_id, key.placement);
+  if (!gi.ok()) {
+    // The GI may exist if only the reply was lost: DestroyInstance looks at
+    // the journaled placement when the GI id is unknown.
+    Status ds = DestroyInstance(key);
+    if (ds.ok()) return gi.status().WithContext("creating GI " + key.ToString());
+    return gi.status().WithContext("creating GI " + key.ToString() + " (cleanup: " +
+                                   ds.ToString() + ")");
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    instances_[key].gi_id = gi->id;
+  }
+  copy.gi_id = gi->id;
+  // 3. The default full CI.
+  StatusOr<driver::ComputeInstanceInfo> ci = driver_.CreateCi(copy.gpu, gi->id);
+  if (!ci.ok()) {
+    Status ds = DestroyInstance(key);
+    return ci.status().WithContext("creating CI in GI " + std::to_string(gi->id.value()) + " " +
+                                   key.ToString() + (ds.ok() ? "" : " (cleanup: " +
+                                                                       ds.ToString() + ")"));
+  }
+  copy.ci_id = ci->id;
+  copy.mig_uuid = ci->mig_uuid;
+  copy.owner = as_idle ? store::Owner() : owner;
+  copy.request_id = as_idle ? std::string() : request_id;
+  copy.last_used = clock_.Now();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Instance& inst = instances_[key];
+    inst.ci_id = ci->id;
+    inst.mig_uuid = ci->mig_uuid;
+  }
+  // 4. Commit.
+  s = PutRecord(copy, as_idle ? InstanceState::kIdle : InstanceState::kActive,
+                store::RecordPhase::kCommitted);
+  if (!s.ok()) {
+    Status ds = DestroyInstance(key);
+    return s;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Instance& inst = instances_[key];
+    inst.committed = true;
+    inst.owner = copy.owner;
+    inst.request_id = copy.request_id;
+    inst.last_used = copy.last_used;
+    inst.published = true;  // OnPublish below; an unpublish after a failed publish is harmless
+    ++counters_.creates;
+  }
+  s = observer_.OnPublish(PublishedLocked(copy));
+  if (!s.ok()) {
+    Status ds = DestroyInstance(key);
+    return s.WithContext("publishing " + ci->mig_uuid.value());
+  }
+  spdlog::info("instance created{}", Fields()
+                                         .Add("gpu", key.gpu_uuid)
+                                         .Add("gi", gi->id)
+                                         .Add("ci", ci->id)
+                                         .Add("mig", ci->mig_uuid)
+                                         .Add("profile", copy.profile)
+                                         .Add("placement", key.placement)
+                                         .Add("request", request_id));
+  return OkStatus();
+}
+
+StatusOr<Allocation> Manager::Allocate(const AllocateRequest& request) {
+  if (request.request_id.empty()) return InvalidArgumentError("request id is required");
+  if (request.instances.empty()) return InvalidArgumentError("no instance requested");
+  if (request.owner.empty()) return InvalidArgumentError("owner is required");
+  if (request.owner.kind == store::Owner::Kind::kPod &&
+      (request.owner.pod_uid.value().empty() || request.owner.pod_name.empty() ||
+       request.owner.pod_namespace.empty())) {
+    return InvalidArgumentError("pod owner needs namespace, name and uid");
+  }
+  if (request.owner.kind == store::Owner::Kind::kOpaque && request.owner.opaque_id.empty()) {
+    return InvalidArgumentError("opaque owner needs an id");
+  }
+  struct Reused {
+    store::RecordKey key;
+    std::optional<Clock::TimePoint> last_used;
+  };
+  planner::Plan plan;
+  std::vector<store::RecordKey> keys(request.instances.size());
+  std::vector<Reused> reused;
+  std::vector<store::RecordKey> created;
+  std::vector<store::RecordKey> reclaims;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto prev = allocations_.find(request.request_id);
+    if (prev != allocations_.end()) {
+      if (prev->second.owner != request.owner ||
+          prev->second.keys.size() != request.instances.size()) {
+        return AlreadyExistsError("request " + request.request_id +
+                                  " was already used by another allocation");
+      }
+      Allocation a;
+      a.request_id = request.request_id;
+      a.owner = request.owner;
+      a.replayed = true;
+      for (const auto& k : prev->second.keys) a.instances.push_back(ViewLocked(instances_[k]));
+      return a;
+    }
+    if (in_flight_.count(request.request_id) != 0) {
+      return AbortedError("request " + request.request_id + " is in flight; retry");
+    }
+    const int64_t tick = NowTick();
+    for (const InstanceSpec& spec : request.instances) demand_.Observe(spec.profile, tick);
+    StatusOr<planner::Plan> p = planner_.MakePlan(BuildPlanInputLocked(request.instances));
+    if (!p.ok()) {
+      ++counters_.allocation_failures;
+      return p.status();
+    }
+    plan = std::move(*p);
+    // Validate, then reserve (atomic with the plan under mu_).
+    for (const planner::InstancePlan& ip : plan.instances) {
+      for (const auto& r : ip.reclaim) {
+        Instance* inst = FindByUuidLocked(r.key);
+        if (inst == nullptr || inst->state != InstanceState::kIdle || inst->busy) {
+          return InternalError("plan reclaims unknown instance " + r.key);
+        }
+      }
+      if (ip.stage == planner::Stage::kReuse) {
+        Instance* inst = FindByUuidLocked(ip.reuse_key);
+        if (inst == nullptr || inst->state != InstanceState::kIdle || inst->busy) {
+          return InternalError("plan reuses unknown instance " + ip.reuse_key);
+        }
+      }
+    }
+    for (size_t i = 0; i < plan.instances.size(); ++i) {
+      const planner::InstancePlan& ip = plan.instances[i];
+      for (const auto& r : ip.reclaim) {
+        Instance* inst = FindByUuidLocked(r.key);
+        MIGD_RETURN_IF_ERROR(TransitionLocked(*inst, InstanceState::kReclaiming));
+        reclaims.push_back(inst->key);
+      }
+      if (ip.stage == planner::Stage::kReuse) {
+        Instance* inst = FindByUuidLocked(ip.reuse_key);
+        reused.push_back({inst->key, inst->last_used});
+        MIGD_RETURN_IF_ERROR(TransitionLocked(*inst, InstanceState::kActive));
+        inst->owner = request.owner;
+        inst->request_id = request.request_id;
+        keys[i] = inst->key;
+      } else {
+        const Gpu& gpu = gpus_.at(ip.gpu.value());
+        store::RecordKey key{gpu.info.uuid, ip.profile_id, ip.placement};
+        if (instances_.count(key) != 0) {
+          return AbortedError("placement " + key.ToString() + " is busy; retry");
+        }
+        Instance ph;
+        ph.key = key;
+        ph.gpu = ip.gpu;
+        ph.profile = ip.profile;
+        ph.created_at = clock_.Now();
+        MIGD_RETURN_IF_ERROR(TransitionLocked(ph, InstanceState::kCreating));
+        instances_.emplace(key, std::move(ph));
+        created.push_back(key);
+        keys[i] = key;
+      }
+    }
+    in_flight_.insert(request.request_id);
+  }
+  std::set<uint32_t> gpu_set;
+  for (const auto& ip : plan.instances) {
+    gpu_set.insert(ip.gpu.value());
+    for (const auto& r : ip.reclaim) gpu_set.insert(r.gpu.value());
+  }
+  Status failure;
+  std::set<store::RecordKey> created_done;  // CreateInstance returned OK
+  std::set<store::RecordKey> reuse_written;
+  {
+    auto locks = LockGpus(gpu_set);
+    // Reclaims first; every reserved one is destroyed even after a failure
+    // (Reclaiming has no way back to Idle, and destroying Idle is harmless).
+    for (const auto& k : reclaims) {
+      Status s = DestroyInstance(k);
+      if (!s.ok() && failure.ok()) failure = s;
+    }
+    for (size_t i = 0; i < plan.instances.size() && failure.ok(); ++i) {
+      const planner::InstancePlan& ip = plan.instances[i];
+      if (ip.stage == planner::Stage::kReuse) {
+        Instance copy;
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          Instance& inst = instances_[keys[i]];
+          inst.last_used = clock_.Now();
+          copy = inst;
+        }
+        Status s = PutRecord(copy, InstanceState::kActive, store::RecordPhase::kCommitted);
+        if (s.ok()) {
+          reuse_written.insert(keys[i]);
+          PublishedInstance pub;
+          {
+            std::lock_guard<std::mutex> lock(mu_);
+            pub = PublishedLocked(copy);
+            instances_[keys[i]].published = true;
+          }
+          s = observer_.OnPublish(pub);
+        }
+        if (!s.ok()) failure = s;
+      } else {
+        Status s = CreateInstance(keys[i], request.owner, request.request_id, false);
+        if (s.ok()) {
+          created_done.insert(keys[i]);
+        } else {
+          failure = s;
+        }
+      }
+    }
+    if (!failure.ok()) {
+      // Roll back: destroy what this request created, return reuses to Idle.
+      for (const auto& k : created) {
+        if (created_done.count(k) != 0) {
+          Status ds = DestroyInstance(k);
+          (void)ds;  // logged inside; the instance is in Error if it failed
+        } else {
+          std::lock_guard<std::mutex> lock(mu_);
+          auto it = instances_.find(k);
+          // Not started (CreateInstance cleaned up anything it started).
+          if (it != instances_.end() && it->second.state == InstanceState::kCreating &&
+              !it->second.gi_id && TransitionLocked(it->second, InstanceState::kNone).ok()) {
+            instances_.erase(it);
+          }
+        }
+      }
+      for (const Reused& r : reused) {
+        Instance copy;
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          Instance& inst = instances_[r.key];
+          Status ts = TransitionLocked(inst, InstanceState::kIdle);
+          (void)ts;
+          inst.owner = store::Owner();
+          inst.request_id.clear();
+          inst.last_used = r.last_used;
+          copy = inst;
+        }
+        if (reuse_written.count(r.key) != 0) {
+          Status ps = PutRecord(copy, InstanceState::kIdle, store::RecordPhase::kCommitted);
+          if (!ps.ok()) {
+            spdlog::error("cannot return reused instance to Idle on disk{}",
+                          Fields().Add("mig", copy.mig_uuid).Add("error", ps));
+          }
+        }
+      }
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  in_flight_.erase(request.request_id);
+  if (!failure.ok()) {
+    ++counters_.allocation_failures;
+    ++counters_.rollbacks;
+    spdlog::error("allocation failed, rolled back{}",
+                  Fields().Add("request", request.request_id).Add("error", failure));
+    return failure;
+  }
+  Allocation a;
+  a.request_id = request.request_id;
+  a.owner = request.owner;
+  for (const auto& k : created) {
+    Status ts = TransitionLocked(instances_[k], InstanceState::kActive);
+    (void)ts;
+  }
+  counters_.reuses += reused.size();
+  ++counters_.allocations;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    a.instances.push_back(ViewLocked(instances_[keys[i]]));
+    a.stages.push_back(plan.instances[i].stage);
+  }
+  allocations_[request.request_id] = {request.owner, keys};
+  spdlog::info("allocated{}", Fields()
+                                  .Add("request", request.request_id)
+                                  .Add("instances", keys.size())
+                                  .Add("reused", reused.size())
+                                  .Add("reclaimed", reclaims.size()));
+  return a;
+}
+
+Status Manager::Release(const std::string& request_id) {
+  std::vector<Instance> copies;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = allocations_.find(request_id);
+    if (it == allocations_.end()) return NotFoundError("no allocation " + request_id);
+    for (const auto& k : it->second.keys) {
+      Instance& inst = instances_[k];
+      if (inst.state != InstanceState::kActive || inst.busy) {
+        return AbortedError("allocation " + request_id + " is busy; retry");
+      }
+    }
+    for (const auto& k : it->second.keys) {
+      instances_[k].busy = true;
+      copies.push_back(instances_[k]);
+    }
+  }
+  Status first;
+  const Clock::TimePoint now = clock_.Now();
+  for (Instance& c : copies) {
+    c.last_used = now;
+    c.owner = store::Owner();
+    c.request_id.clear();
+    Status s = PutRecord(c, InstanceState::kIdle, store::RecordPhase::kCommitted);
+    std::lock_guard<std::mutex> lock(mu_);
+    Instance& inst = instances_[c.key];
+    inst.busy = false;
+    if (!s.ok()) {
+      if (first.ok()) first = s;
+      continue;
+    }
+    MIGD_RETURN_IF_ERROR(TransitionLocked(inst, InstanceState::kIdle));
+    inst.owner = store::Owner();
+    inst.request_id.clear();
+    inst.last_used = now;
+    ++counters_.releases;
+    auto ait = allocations_.find(request_id);
+    if (ait != allocations_.end()) {
+      auto& ks = ait->second.keys;
+      ks.erase(std::remove(ks.begin(), ks.end(), c.key), ks.end());
+      if (ks.empty()) allocations_.erase(ait);
+    }
+  }
+  if (first.ok()) {
+    spdlog::info("released{}", Fields().Add("request", request_id).Add("instances", copies.size()));
+  }
+  return first;
+}
+
+Status Manager::ReleaseInstance(const MigUuid& mig_uuid) {
+  std::string request_id;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Instance* inst = FindByUuidLocked(mig_uuid.value());
+    if (inst == nullptr) return NotFoundError("no instance " + mig_uuid.value());
+    if (inst->state == InstanceState::kIdle) return OkStatus();
+    if (inst->state != InstanceState::kActive || inst->busy) {
+      return FailedPreconditionError("instance " + mig_uuid.value() + " is " +
+                                     std::string(InstanceStateName(inst->state)));
+    }
+    request_id = inst->request_id;
+    auto it = allocations_.find(request_id);
+    if (it == allocations_.end() || it->second.keys.size() != 1) {
+      // Split the instance out of its allocation.
+      if (it != allocations_.end()) {
+        auto& ks = it->second.keys;
+        ks.erase(std::remove(ks.begin(), ks.end(), inst->key), ks.end());
+        if (ks.empty()) allocations_.erase(it);
+      }
+      request_id = "instance:" + mig_uuid.value();
+      allocations_[request_id] = {inst->owner, {inst->key}};
+    }
+  }
+  return Release(request_id);
+}
+
+void Manager::ReclaimKeys(const std::vector<store::RecordKey>& keys, ReclaimResult* result) {
+  std::map<uint32_t, std::vector<store::RecordKey>> by_gpu;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& k : keys) {
+      auto it = instances_.find(k);
+      if (it != instances_.end()) by_gpu[it->second.gpu.value()].push_back(k);
+    }
+  }
+  for (const auto& [g, ks] : by_gpu) {
+    auto locks = LockGpus({g});
+    for (const auto& k : ks) {
+      InstanceView v;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        v = ViewLocked(instances_[k]);
+      }
+      Status s = DestroyInstance(k);
+      if (result != nullptr) (s.ok() ? result->destroyed : result->failed).push_back(v);
+    }
+  }
+}
+
+StatusOr<ReclaimResult> Manager::Reclaim(const ReclaimFilter& filter) {
+  std::vector<store::RecordKey> keys;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [k, inst] : instances_) {
+      if (inst.state != InstanceState::kIdle || inst.busy) continue;
+      if (filter.gpu && inst.gpu != *filter.gpu) continue;
+      if (filter.profile && inst.profile != *filter.profile) continue;
+      MIGD_RETURN_IF_ERROR(TransitionLocked(inst, InstanceState::kReclaiming));
+      keys.push_back(k);
+    }
+  }
+  ReclaimResult result;
+  ReclaimKeys(keys, &result);
+  return result;
+}
+
+ManagerSnapshot Manager::List() const {
+  ManagerSnapshot s;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [k, inst] : instances_) s.instances.push_back(ViewLocked(inst));
+  std::sort(s.instances.begin(), s.instances.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.gpu, a.placement) < std::tie(b.gpu, b.placement);
+  });
+  for (const auto& [idx, gpu] : gpus_) {
+    for (const auto& gi : gpu.foreign) {
+      ForeignInstance f;
+      f.gpu = GpuIndex(idx);
+      f.gpu_uuid = gpu.info.uuid;
+      f.profile_id = gi.profile_id;
+      const mig::GiProfile* p = gpu.model->FindProfileById(gi.profile_id);
+      f.profile = p ? p->name : "";
+      f.placement = gi.placement;
+      f.gi_id = gi.id;
+      f.compute_instances = gi.compute_instances;
+      s.foreign.push_back(std::move(f));
+    }
+  }
+  return s;
+}
+
+StatusOr<planner::Plan> Manager::Plan(const std::vector<InstanceSpec>& instances) const {
+  if (instances.empty()) return InvalidArgumentError("no instance requested");
+  std::lock_guard<std::mutex> lock(mu_);
+  return planner_.MakePlan(BuildPlanInputLocked(instances));
+}
+
+}  // namespace migd::engine

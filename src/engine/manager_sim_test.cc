@@ -1,0 +1,338 @@
+// engine::Manager through the production NvmlDriver loading
+// libnvidia-ml-sim.so by path: the seed rules, exact NVML call budgets from
+// the simulator's own counters, and recovery with the hardware compared
+// before and after.
+#include <iostream>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "engine/sim_fixture.h"
+#include "testing/status_matchers.h"
+
+namespace migd::engine {
+namespace {
+
+using driver::NvmlDriver;
+using driver::sim_testing::CallCounts;
+using driver::sim_testing::Delta;
+using driver::sim_testing::SimMachine;
+using ::migd::engine::testing::CountingObserver;
+using ::migd::engine::testing::Describe;
+using ::migd::engine::testing::ExpectConsistent;
+using ::migd::engine::testing::LiveLayout;
+using ::migd::engine::testing::Total;
+using ::migd::testing::StatusIs;
+using ::testing::HasSubstr;
+
+InstanceSpec Spec(std::string profile, std::optional<uint32_t> gpu = std::nullopt,
+                  std::optional<mig::Placement> placement = std::nullopt) {
+  InstanceSpec s;
+  s.profile = std::move(profile);
+  if (gpu) s.gpu = GpuIndex(*gpu);
+  s.placement = placement;
+  return s;
+}
+
+AllocateRequest Req(const std::string& id, std::vector<InstanceSpec> specs) {
+  AllocateRequest r;
+  r.request_id = id;
+  r.owner = store::Owner::Pod("default", "pod-" + id, PodUid("uid-" + id), "main");
+  r.instances = std::move(specs);
+  return r;
+}
+
+// One simulated machine, one NVML session (NvmlDriver::Open), one store, one
+// Manager. Tests call Init() after MIGD_RUN_IN_FRESH_PROCESS() when they need
+// per-process simulator state.
+class EngineSimTest : public ::testing::Test {
+ protected:
+  void Init(const std::string& gpus, const std::map<std::string, std::string>& env = {}) {
+    sim_ = std::make_unique<SimMachine>(gpus, env);
+    auto d = NvmlDriver::Open(MIGD_SIM_LIBRARY);
+    ASSERT_TRUE(d.ok()) << d.status();
+    driver_ = std::move(*d);
+    OpenStore();
+    opts_.boot_id = testing::kSimBoot;
+  }
+  void OpenStore() {
+    auto st = testing::OpenSimStore(dir_.Join("state"), clock_);
+    ASSERT_TRUE(st.ok()) << st.status();
+    store_ = std::move(*st);
+  }
+  StatusOr<std::unique_ptr<Manager>> Make() {
+    return Manager::Create(opts_, *driver_, *store_, clock_, owners_, &obs_);
+  }
+  void Start() {
+    auto m = Make();
+    ASSERT_TRUE(m.ok()) << m.status();
+    mgr_ = std::move(*m);
+  }
+  void TearDown() override {
+    mgr_.reset();
+    store_.reset();
+    driver_.reset();
+    sim_.reset();
+  }
+  InstanceView Get(const MigUuid& uuid) {
+    for (const auto& v : mgr_->List().instances) {
+      if (v.mig_uuid == uuid) return v;
+    }
+    return InstanceView();
+  }
+  // Calls of the simulator's NVML functions made by `fn`.
+  template <typename F>
+  CallCounts Measure(F&& fn) {
+    const CallCounts before = sim_->Counts();
+    fn();
+    return Delta(before, sim_->Counts());
+  }
+
+  migd::testing::TempDir dir_;
+  FakeClock clock_;
+  std::unique_ptr<SimMachine> sim_;
+  std::unique_ptr<NvmlDriver> driver_;
+  std::unique_ptr<store::RecordStore> store_;
+  RecordsOwnerSource owners_;
+  CountingObserver obs_;
+  ManagerOptions opts_;
+  std::unique_ptr<Manager> mgr_;
+};
+
+TEST_F(EngineSimTest, NvmlCallBudgetAndOneSessionPerProcess) {
+  MIGD_RUN_IN_FRESH_PROCESS();
+  Init("a100-40gb:1");
+  Start();
+  StatusOr<Allocation> a = InvalidArgumentError("unset");
+  const CallCounts first_create = Measure([&] { a = mgr_->Allocate(Req("a", {Spec("1g.5gb")})); });
+  ASSERT_TRUE(a.ok()) << a.status();
+  StatusOr<Allocation> b = InvalidArgumentError("unset");
+  const CallCounts create = Measure([&] { b = mgr_->Allocate(Req("b", {Spec("1g.5gb")})); });
+  ASSERT_TRUE(b.ok()) << b.status();
+  const CallCounts release = Measure([&] { ASSERT_TRUE(mgr_->Release("b").ok()); });
+  StatusOr<Allocation> c = InvalidArgumentError("unset");
+  const CallCounts reuse = Measure([&] { c = mgr_->Allocate(Req("c", {Spec("1g.5gb")})); });
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->instances[0].mig_uuid, b->instances[0].mig_uuid);
+  ASSERT_TRUE(mgr_->Release("c").ok());
+  const CallCounts destroy = Measure([&] { ASSERT_TRUE(mgr_->Reclaim({}).ok()); });
+  std::cout << "NVML calls: first create " << Total(first_create) << " (" << Describe(first_create)
+            << ")\n  create " << Total(create) << " (" << Describe(create) << ")\n  release "
+            << Total(release) << "\n  reuse " << Total(reuse) << " (" << Describe(reuse)
+            << ")\n  destroy " << Total(destroy) << " (" << Describe(destroy) << ")\n";
+  // The first create of a GI profile on a GPU also reads its default CI
+  // profile once (one ...ComputeInstanceProfileInfoV call; NvmlDriver caches
+  // it per (GPU, GI profile)); every later create is 7.
+  EXPECT_EQ(Total(first_create), 8u) << Describe(first_create);
+  EXPECT_LE(Total(create), 8u) << Describe(create);
+  EXPECT_EQ(Total(create), 7u) << Describe(create);
+  EXPECT_EQ(Total(release), 0u) << Describe(release);
+  EXPECT_LE(Total(reuse), 2u) << Describe(reuse);
+  EXPECT_EQ(Total(destroy), 5u) << Describe(destroy);
+  // A restarted Manager in the same process reuses the session.
+  mgr_.reset();
+  Start();
+  EXPECT_EQ(mgr_->recovery_summary().active, 1u);
+  mgr_.reset();
+  driver_.reset();  // nvmlShutdown
+  EXPECT_EQ(sim_->Count("nvmlInit_v2", "SUCCESS"), 1u);
+  EXPECT_EQ(sim_->Count("nvmlShutdown", "SUCCESS"), 1u);
+}
+
+TEST_F(EngineSimTest, ActiveIsNeverReclaimed) {
+  Init("a100-40gb:1");
+  Start();
+  MIGD_ASSERT_OK_AND_ASSIGN(Allocation a, mgr_->Allocate(Req("a", {Spec("7g.40gb")})));
+  MIGD_ASSERT_OK_AND_ASSIGN(ReclaimResult r, mgr_->Reclaim({}));
+  EXPECT_TRUE(r.destroyed.empty());
+  EXPECT_THAT(mgr_->Allocate(Req("b", {Spec("1g.5gb")})).status(),
+              StatusIs(StatusCode::kResourceExhausted, HasSubstr("1g.5gb")));
+  EXPECT_EQ(sim_->GiCount(), 1);
+  EXPECT_EQ(sim_->Count("nvmlGpuInstanceDestroy", "SUCCESS"), 0u);
+  EXPECT_EQ(Get(a.instances[0].mig_uuid).state, InstanceState::kActive);
+}
+
+TEST_F(EngineSimTest, ReleaseMakesIdleWithGiCiUntouchedAndObserverKept) {
+  Init("a100-40gb:1");
+  Start();
+  MIGD_ASSERT_OK_AND_ASSIGN(Allocation a, mgr_->Allocate(Req("a", {Spec("3g.20gb")})));
+  const auto layout = LiveLayout(*driver_);
+  const CallCounts calls = Measure([&] { ASSERT_TRUE(mgr_->Release("a").ok()); });
+  EXPECT_EQ(Total(calls), 0u);
+  EXPECT_EQ(LiveLayout(*driver_), layout);
+  EXPECT_EQ(sim_->GiCount(), 1);
+  EXPECT_EQ(sim_->CiCount(), 1);
+  EXPECT_EQ(Get(a.instances[0].mig_uuid).state, InstanceState::kIdle);
+  EXPECT_EQ(obs_.unpublishes(), 0);
+  ExpectConsistent(*mgr_, *driver_, *store_);
+}
+
+TEST_F(EngineSimTest, SamePlacementReusesIdleInstanceAndMigUuid) {
+  Init("h100-80gb:1");
+  Start();
+  MIGD_ASSERT_OK_AND_ASSIGN(Allocation a,
+                            mgr_->Allocate(Req("a", {Spec("2g.20gb", 0, mig::Placement{2, 2})})));
+  ENGINE_ASSERT_OK(mgr_->Release("a"));
+  StatusOr<Allocation> b = InvalidArgumentError("unset");
+  const CallCounts calls = Measure(
+      [&] { b = mgr_->Allocate(Req("b", {Spec("2g.20gb", 0, mig::Placement{2, 2})})); });
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_LE(Total(calls), 2u);
+  EXPECT_EQ(b->instances[0].mig_uuid, a.instances[0].mig_uuid);
+  EXPECT_EQ(b->stages[0], planner::Stage::kReuse);
+  EXPECT_EQ(sim_->Count("nvmlDeviceCreateGpuInstanceWithPlacement", "SUCCESS"), 1u);
+}
+
+TEST_F(EngineSimTest, ScheduledPlacementDestroysOnlyOverlappingIdle) {
+  Init("a100-40gb:1");
+  Start();
+  std::vector<MigUuid> idle;
+  for (uint32_t s = 0; s < 7; ++s) {
+    const std::string id = "r" + std::to_string(s);
+    MIGD_ASSERT_OK_AND_ASSIGN(Allocation a,
+                              mgr_->Allocate(Req(id, {Spec("1g.5gb", 0, mig::Placement{s, 1})})));
+    idle.push_back(a.instances[0].mig_uuid);
+    ENGINE_ASSERT_OK(mgr_->Release(id));
+  }
+  MIGD_ASSERT_OK_AND_ASSIGN(Allocation big,
+                            mgr_->Allocate(Req("big", {Spec("3g.20gb", 0, mig::Placement{0, 4})})));
+  EXPECT_EQ(big.instances[0].placement, (mig::Placement{0, 4}));
+  EXPECT_EQ(sim_->Count("nvmlGpuInstanceDestroy", "SUCCESS"), 4u);
+  for (uint32_t s = 0; s < 7; ++s) {
+    EXPECT_EQ(Get(idle[s]).state, s < 4 ? InstanceState::kNone : InstanceState::kIdle) << s;
+  }
+  ExpectConsistent(*mgr_, *driver_, *store_);
+}
+
+TEST_F(EngineSimTest, FailedAllocationDestroysWhatItCreatedAndReturnsReusedToIdle) {
+  MIGD_RUN_IN_FRESH_PROCESS();
+  // The third CI create of this process fails.
+  Init("a100-40gb:1",
+       {{"MIGD_SIM_FAULTS", "nvmlGpuInstanceCreateComputeInstance=INSUFFICIENT_RESOURCES@3"}});
+  Start();
+  MIGD_ASSERT_OK_AND_ASSIGN(Allocation a,
+                            mgr_->Allocate(Req("a", {Spec("2g.10gb", 0, mig::Placement{0, 2})})));
+  ENGINE_ASSERT_OK(mgr_->Release("a"));
+  const auto layout = LiveLayout(*driver_);
+  auto r = mgr_->Allocate(Req("b", {Spec("2g.10gb", 0, mig::Placement{0, 2}),
+                                    Spec("2g.10gb", 0, mig::Placement{2, 2}),
+                                    Spec("3g.20gb", 0, mig::Placement{4, 4})}));
+  EXPECT_THAT(r.status(), StatusIs(StatusCode::kResourceExhausted,
+                                   HasSubstr("NVML_ERROR_INSUFFICIENT_RESOURCES")));
+  EXPECT_EQ(LiveLayout(*driver_), layout);
+  EXPECT_EQ(Get(a.instances[0].mig_uuid).state, InstanceState::kIdle);
+  ExpectConsistent(*mgr_, *driver_, *store_);
+}
+
+TEST_F(EngineSimTest, NvmlErrorsFailClosedAndTheReconcilerRetries) {
+  MIGD_RUN_IN_FRESH_PROCESS();
+  Init("a100-40gb:1", {{"MIGD_SIM_FAULTS", "nvmlGpuInstanceDestroy=UNKNOWN@1"}});
+  Start();
+  MIGD_ASSERT_OK_AND_ASSIGN(Allocation a, mgr_->Allocate(Req("a", {Spec("4g.20gb")})));
+  ENGINE_ASSERT_OK(mgr_->Release("a"));
+  MIGD_ASSERT_OK_AND_ASSIGN(ReclaimResult r, mgr_->Reclaim({}));
+  ASSERT_EQ(r.failed.size(), 1u);
+  EXPECT_EQ(Get(a.instances[0].mig_uuid).state, InstanceState::kError);
+  EXPECT_FALSE(mgr_->Allocate(Req("b", {Spec("4g.20gb")})).ok()) << "Error is never reused";
+  // Restart keeps it in Error (record says Error).
+  mgr_.reset();
+  Start();
+  EXPECT_EQ(mgr_->recovery_summary().error, 1u);
+  MIGD_ASSERT_OK_AND_ASSIGN(ReconcileReport rep, mgr_->ReconcileOnce());
+  EXPECT_EQ(rep.errors_cleaned, 1u);
+  EXPECT_EQ(sim_->GiCount(), 0);
+  ENGINE_ASSERT_OK(mgr_->Allocate(Req("b", {Spec("4g.20gb")})).status());
+  ExpectConsistent(*mgr_, *driver_, *store_);
+}
+
+TEST_F(EngineSimTest, ProcessOnReclaimedInstanceKeepsItInError) {
+  Init("a100-40gb:1");
+  Start();
+  MIGD_ASSERT_OK_AND_ASSIGN(Allocation a, mgr_->Allocate(Req("a", {Spec("1g.5gb")})));
+  ENGINE_ASSERT_OK(mgr_->Release("a"));
+  ASSERT_EQ(driver::sim_testing::AttachProcess(MIGD_SIM_LIBRARY, a.instances[0].mig_uuid.value(),
+                                               4242, 1 << 20),
+            NVML_SUCCESS);
+  MIGD_ASSERT_OK_AND_ASSIGN(ReclaimResult r, mgr_->Reclaim({}));
+  EXPECT_EQ(r.failed.size(), 1u);
+  EXPECT_EQ(sim_->GiCount(), 1);
+  ASSERT_EQ(driver::sim_testing::DetachProcess(MIGD_SIM_LIBRARY, a.instances[0].mig_uuid.value(),
+                                               4242),
+            NVML_SUCCESS);
+  ENGINE_ASSERT_OK(mgr_->ReconcileOnce().status());
+  EXPECT_EQ(sim_->GiCount(), 0);
+}
+
+TEST_F(EngineSimTest, CleanRestartRestoresActiveAndIdleExactly) {
+  Init("a100-40gb:2");
+  Start();
+  ENGINE_ASSERT_OK(mgr_->Allocate(Req("a", {Spec("3g.20gb", 0), Spec("1g.5gb", 1)})).status());
+  ENGINE_ASSERT_OK(mgr_->Allocate(Req("b", {Spec("2g.10gb", 1)})).status());
+  ENGINE_ASSERT_OK(mgr_->Release("b"));
+  const auto before = mgr_->List().instances;
+  const auto layout = LiveLayout(*driver_);
+  mgr_.reset();
+  store_.reset();
+  OpenStore();
+  Start();
+  const auto after = mgr_->List().instances;
+  ASSERT_EQ(after.size(), before.size());
+  for (size_t i = 0; i < after.size(); ++i) {
+    EXPECT_EQ(after[i].mig_uuid, before[i].mig_uuid);
+    EXPECT_EQ(after[i].state, before[i].state);
+    EXPECT_EQ(after[i].owner, before[i].owner);
+  }
+  EXPECT_EQ(LiveLayout(*driver_), layout);
+  ExpectConsistent(*mgr_, *driver_, *store_);
+}
+
+TEST_F(EngineSimTest, ContradictingRecordStopsStartupAndLeavesHardwareUntouched) {
+  Init("a100-40gb:1");
+  Start();
+  ENGINE_ASSERT_OK(mgr_->Allocate(Req("a", {Spec("1g.5gb", 0, mig::Placement{0, 1})})).status());
+  MIGD_ASSERT_OK_AND_ASSIGN(Allocation b,
+                            mgr_->Allocate(Req("b", {Spec("2g.10gb", 0, mig::Placement{2, 2})})));
+  ENGINE_ASSERT_OK(mgr_->Release("b"));
+  mgr_.reset();
+  // b's record now claims another GI id.
+  MIGD_ASSERT_OK_AND_ASSIGN(store::LoadResult loaded, store_->LoadAll());
+  for (store::Record r : loaded.records) {
+    if (r.mig_uuid != b.instances[0].mig_uuid) continue;
+    r.gi_id = NvmlGiId(r.gi_id->value() + 1);
+    ENGINE_ASSERT_OK(store_->Put(r).status());
+  }
+  const auto layout = LiveLayout(*driver_);
+  const uint64_t mutations_before =
+      sim_->Count("nvmlGpuInstanceDestroy", "SUCCESS") +
+      sim_->Count("nvmlComputeInstanceDestroy", "SUCCESS") +
+      sim_->Count("nvmlDeviceCreateGpuInstanceWithPlacement", "SUCCESS") +
+      sim_->Count("nvmlGpuInstanceCreateComputeInstance", "SUCCESS");
+  auto m = Make();
+  ASSERT_FALSE(m.ok());
+  EXPECT_THAT(m.status(), StatusIs(StatusCode::kFailedPrecondition, HasSubstr("record says GI")));
+  EXPECT_THAT(std::string(m.status().message()), HasSubstr(sim_->GpuUuid()));
+  EXPECT_THAT(std::string(m.status().message()), HasSubstr(b.instances[0].mig_uuid.value()));
+  EXPECT_EQ(LiveLayout(*driver_), layout);
+  EXPECT_EQ(sim_->Count("nvmlGpuInstanceDestroy", "SUCCESS") +
+                sim_->Count("nvmlComputeInstanceDestroy", "SUCCESS") +
+                sim_->Count("nvmlDeviceCreateGpuInstanceWithPlacement", "SUCCESS") +
+                sim_->Count("nvmlGpuInstanceCreateComputeInstance", "SUCCESS"),
+            mutations_before);
+}
+
+TEST_F(EngineSimTest, OtherBootRecordsAreDiscardedAfterReboot) {
+  Init("a100-40gb:1");
+  Start();
+  ENGINE_ASSERT_OK(mgr_->Allocate(Req("a", {Spec("1g.5gb")})).status());
+  mgr_.reset();
+  ASSERT_EQ(reinterpret_cast<nvmlReturn_t (*)()>(
+                driver::sim_testing::LoadedSymbol(MIGD_SIM_LIBRARY, "migdSimReboot"))(),
+            NVML_SUCCESS);
+  opts_.boot_id = "another-boot";
+  Start();
+  EXPECT_EQ(mgr_->recovery_summary().other_boot_discarded, 1u);
+  EXPECT_TRUE(mgr_->List().instances.empty());
+}
+
+}  // namespace
+}  // namespace migd::engine

@@ -13,6 +13,7 @@
 #define MIGD_ENGINE_INSTANCE_OBSERVER_H_
 
 #include <string>
+#include <vector>
 
 #include "base/ids.h"
 #include "base/status.h"
@@ -41,6 +42,16 @@ class InstanceObserver {
   virtual Status OnPublish(const PublishedInstance& instance) = 0;
   // The instance was destroyed. Errors are logged; the observer owns retries.
   virtual Status OnUnpublish(const PublishedInstance& instance) = 0;
+  // Once after recovery (after the OnPublish calls): the MIG UUIDs of every
+  // instance migd tracks (Active, Idle and Error), so that the observer can
+  // drop what belongs to no tracked instance. An error fails startup.
+  virtual Status OnRecovered(const std::vector<MigUuid>& tracked) {
+    (void)tracked;
+    return OkStatus();
+  }
+  // Each reconcile pass: retry whatever the observer queued (e.g. removals).
+  // Errors are logged and counted; the next pass retries.
+  virtual Status OnReconcile() { return OkStatus(); }
 };
 
 // The default: does nothing.

@@ -40,6 +40,9 @@ StatusOr<ReconcileReport> Manager::ReconcileOnce() {
   Status rs = store_.RetryPendingRemovals();
   if (!rs.ok()) spdlog::warn("record removal retry failed{}", Fields().Add("error", rs));
   report.pending_record_removals = store_.pending_removals();
+  if (Status os = observer_.OnReconcile(); !os.ok()) {
+    spdlog::warn("observer retry failed{}", Fields().Add("error", os));
+  }
 
   // 3. Idle TTL (the warm pool's minimum is kept).
   if (options_.idle_ttl) {

@@ -465,6 +465,16 @@ Status Manager::Recover(OwnerSource& owners) {
     Status s = observer_.OnPublish(p);
     if (!s.ok()) return s.WithContext("recovery: publishing " + p.mig_uuid.value());
   }
+  std::vector<MigUuid> tracked;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [k, inst] : instances_) {
+      if (!inst.mig_uuid.value().empty()) tracked.push_back(inst.mig_uuid);
+    }
+  }
+  if (Status s = observer_.OnRecovered(tracked); !s.ok()) {
+    return s.WithContext("recovery: sweeping published instances");
+  }
   spdlog::info("recovery done{}", Fields()
                                       .Add("gpus", gpus_.size())
                                       .Add("active", recovery_.active)

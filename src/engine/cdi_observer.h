@@ -1,0 +1,53 @@
+// File: engine/cdi_observer.h
+//
+// CdiObserver: the InstanceObserver that keeps one CDI spec file per MIG
+// instance (DESIGN.md §6) through cdi::Publisher:
+//   OnPublish    before Allocate returns (create or reuse; on reuse the file
+//                is verified and rewritten only if it differs) and for every
+//                instance recovery verified;
+//   OnUnpublish  only after the GI/CI was destroyed, so an Idle or Error
+//                instance keeps its file; a failed removal is queued;
+//   OnRecovered  the startup sweep: files of ours with no tracked instance
+//                are removed;
+//   OnReconcile  retries queued removals.
+// The last built spec of each instance is kept so that the API can return
+// the CDI names and the legacy device list of an allocation.
+//
+// Thread-safety: all methods are thread-safe (cdi::Publisher serialises per
+// file; the spec cache has its own mutex).
+#ifndef MIGD_ENGINE_CDI_OBSERVER_H_
+#define MIGD_ENGINE_CDI_OBSERVER_H_
+
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cdi/publisher.h"
+#include "engine/instance_observer.h"
+
+namespace migd::engine {
+
+class CdiObserver final : public InstanceObserver {
+ public:
+  // `publisher` is not owned and must outlive the observer.
+  explicit CdiObserver(cdi::Publisher* publisher) : publisher_(publisher) {}
+
+  Status OnPublish(const PublishedInstance& instance) override;
+  Status OnUnpublish(const PublishedInstance& instance) override;
+  Status OnRecovered(const std::vector<MigUuid>& tracked) override;
+  Status OnReconcile() override;
+
+  // The spec last published for `mig_uuid`; nullopt if none.
+  std::optional<cdi::BuiltSpec> SpecOf(const MigUuid& mig_uuid) const;
+
+ private:
+  cdi::Publisher* const publisher_;
+  mutable std::mutex mu_;
+  std::map<MigUuid, cdi::BuiltSpec> specs_;  // GUARDED_BY(mu_)
+};
+
+}  // namespace migd::engine
+
+#endif  // MIGD_ENGINE_CDI_OBSERVER_H_

@@ -476,15 +476,18 @@ class Report {
            << whole("B8") << " | " << whole("B9") << " | " << whole("B10") << " | "
            << cls("migd", k4) << " | " << cls("B10", k4) << " |\n";
     }
-    out_ << "\nReading: the planner scores a placement by the demand-weighted (profile, "
-            "placement) pairs it removes *on the chosen GPU* (placement.md §7 \"PlaceCount\"), "
-            "then packs the fuller GPU. B10 scores what stays placeable *anywhere in the "
-            "node* and B9 weights unplaceable profiles by the free capacity they strand; both "
-            "keep more GPUs able to host a 7g, which is where most of migd's slice-weighted "
-            "deficit sits. Keeping Idle instances (reuse first, reclaim the cheapest set) "
-            "changes the layouts the planner builds; the first table isolates that effect. "
-            "These are observations of this benchmark, not a diagnosis of the planner's "
-            "code.\n\n";
+    out_ << "\nReading: the planner's cost leads with B10's criterion (the mix-weighted "
+            "profiles still placeable *anywhere in the node*), then not opening an empty GPU "
+            "while a used one can host the instance, then the (profile, placement) "
+            "pairs of the mix's profiles a placement removes on its GPU, all with Idle "
+            "instances counted as free (they are reclaimed when a request needs their space), "
+            "and only then reuse / create / reclaim counts. So Idle instances change which "
+            "operations a decision uses, not where Active instances go; the first table "
+            "isolates what keeping them still costs. The remaining differences to B9/B10 are "
+            "the order of these terms and tie-breaks (migd packs the fuller GPU; B10 takes "
+            "the lower index) and migd "
+            "learning the mix online (DemandMix) where B9/B10 are given it. These are "
+            "observations of this benchmark, not a diagnosis of the planner's code.\n\n";
   }
 
   void HeadlineTable(const Json& doc, int gpus, const std::vector<std::string>& workloads) {
@@ -671,7 +674,10 @@ class Report {
              << " / skipped " << t["multi_gpu_skipped"].get<int>()
              << "; single-GPU pods per class 1g/2g/3g/4g/7g = ";
         std::string cls;
-        for (const Json& x : t["per_class"]) cls += (cls.empty() ? "" : "/") + x.dump();
+        for (const Json& x : t["per_class"]) {
+          if (!cls.empty()) cls += '/';
+          cls += x.dump();  // not `"/" + x.dump()`: GCC 12 -O3 false -Wrestrict (PR 105329)
+        }
         out_ << cls << "; lifetime cap " << FixN<0>(t["lifetime_cap_s"].get<double>())
              << " s.\n";
       }

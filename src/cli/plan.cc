@@ -142,12 +142,13 @@ int RunPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) {
   }
   char loss[32];
   std::snprintf(loss, sizeof(loss), "%.1f%%",
-                100.0 * static_cast<double>(plan->score.loss) /
+                100.0 * static_cast<double>(plan->score.pin_loss) /
                     static_cast<double>(planner::kScoreScale));
-  out << "\n  why: reuse beats free space beats reclaim; among placements the planner keeps the "
-         "most (profile, placement) pairs creatable, weighted by demand (this plan gives up "
-      << loss << " of one GPU's options), then packs the fullest GPU, then the lowest GPU "
-      << "index and start.\n";
+  out << "\n  why: the planner keeps the most profiles placeable somewhere on the node, then "
+         "avoids opening an empty GPU, then keeps the most (profile, placement) pairs creatable "
+         "on the chosen GPU counting Idle instances as free (this plan gives up "
+      << loss << " of one GPU's options); only then does it prefer reuse over create over "
+      << "reclaim, and the fullest GPU, lowest GPU index and start.\n";
   return kExitOk;
 }
 

@@ -199,12 +199,14 @@ struct ScoreField {
   int64_t PlanScore::*member;
 };
 constexpr ScoreField kScoreFields[] = {
+    {"nodeLoss", &PlanScore::node_loss},
+    {"openedGpus", &PlanScore::opened_gpus},
+    {"pinLoss", &PlanScore::pin_loss},
     {"destroyedSlices", &PlanScore::destroyed_slices},
     {"destroyedInstances", &PlanScore::destroyed_instances},
     {"creates", &PlanScore::creates},
     {"reclaimedLastUsedSum", &PlanScore::reclaimed_last_used_sum},
     {"loss", &PlanScore::loss},
-    {"pinLoss", &PlanScore::pin_loss},
     {"fill", &PlanScore::fill},
     {"uniformLoss", &PlanScore::uniform_loss},
 };
@@ -416,9 +418,18 @@ std::string RequestToString(const std::vector<InstanceRequest>& request) {
   std::string out;
   for (const InstanceRequest& r : request) {
     if (!out.empty()) out += ", ";
-    if (r.gpu.has_value()) out += "gpu" + std::to_string(r.gpu->value()) + "/";
+    // Appended piece by piece: `"literal" + std::string` trips GCC 12's
+    // -Wrestrict false positive at -O3 (GCC PR 105329).
+    if (r.gpu.has_value()) {
+      out += "gpu";
+      out += std::to_string(r.gpu->value());
+      out += '/';
+    }
     out += r.profile;
-    if (r.placement.has_value()) out += "@" + r.placement->ToString();
+    if (r.placement.has_value()) {
+      out += '@';
+      out += r.placement->ToString();
+    }
   }
   return out;
 }

@@ -59,8 +59,10 @@ TEST(PlanJsonTest, InputRoundTrips) {
 
 TEST(PlanJsonTest, PlanRoundTripsAndIsStable) {
   const PlanInput in =
-      Input({Gpu(0, "h100-80gb", {Active("4g.40gb", "0:4", "a"), Idle("3g.40gb", "4:4", "x", 3)}),
-             Gpu(1, "h100-80gb", {Idle("1g.10gb", "6:1", "r", 1)})},
+      Input({Gpu(0, "h100-80gb",
+                 {Active("4g.40gb", "0:4", "a"), Idle("1g.20gb", "4:2", "x", 3),
+                  Idle("1g.10gb", "6:1", "r", 1)}),
+             Gpu(1, "h100-80gb")},
             {Any("1g.10gb"), Any("1g.10gb"), Any("1g.10gb")});
   MIGD_ASSERT_OK_AND_ASSIGN(Plan plan, MakePlan(in));
   const std::string text = PlanToJson(plan);
@@ -68,6 +70,8 @@ TEST(PlanJsonTest, PlanRoundTripsAndIsStable) {
   EXPECT_EQ(back, plan);
   EXPECT_EQ(PlanToJson(back), text);
   EXPECT_THAT(text, HasSubstr(R"("reuseKey": "r")"));
+  EXPECT_THAT(text, HasSubstr(R"("key": "x")"));
+  EXPECT_THAT(text, HasSubstr(R"("nodeLoss": 0)"));
   EXPECT_THAT(text, HasSubstr(R"("search": "greedy")"));
   EXPECT_THAT(text, HasSubstr(R"("greedyFailed": false)"));
 }

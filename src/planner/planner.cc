@@ -93,7 +93,9 @@ void RemoveFrom(View& v, const Table& t, uint16_t profile, uint32_t mask) {
 struct Weights {
   std::vector<int64_t> weighted;  // per pair, from the demand mix
   std::vector<int64_t> uniform;   // per pair, all equal
+  std::vector<int64_t> profile;   // per profile, from the demand mix (node term)
 };
+
 
 // Profiles that could be created in `v` somewhere (instanceCount and engine
 // budget allow one more), as a bit set.
@@ -105,30 +107,50 @@ uint32_t CreatableProfiles(const Table& t, const View& v) {
   return ok;
 }
 
-// S(view): the total weight of the pairs creatable in `v`.
-int64_t Score(const Table& t, const std::vector<int64_t>& w, const View& v) {
+// S(view): the total weight of the pairs creatable in `v`. *placeable (if
+// given) receives the profiles with at least one creatable pair.
+int64_t Score(const Table& t, const std::vector<int64_t>& w, const View& v,
+              uint32_t* placeable = nullptr) {
   const uint32_t ok = CreatableProfiles(t, v);
   int64_t s = 0;
-  for (size_t i = 0; i < t.pairs.size(); ++i) {
-    const Pair& pair = t.pairs[i];
-    if ((pair.mask & v.mask) == 0 && ((ok >> pair.profile) & 1u) != 0) s += w[i];
-  }
-  return s;
-}
-
-// S(view) with the mix weights and with uniform weights, in one pass.
-std::pair<int64_t, int64_t> Scores(const Table& t, const Weights& w, const View& v) {
-  const uint32_t ok = CreatableProfiles(t, v);
-  int64_t weighted = 0;
-  int64_t uniform = 0;
+  uint32_t any = 0;
   for (size_t i = 0; i < t.pairs.size(); ++i) {
     const Pair& pair = t.pairs[i];
     if ((pair.mask & v.mask) == 0 && ((ok >> pair.profile) & 1u) != 0) {
-      weighted += w.weighted[i];
-      uniform += w.uniform[i];
+      s += w[i];
+      any |= 1u << pair.profile;
     }
   }
-  return {weighted, uniform};
+  if (placeable != nullptr) *placeable = any;
+  return s;
+}
+
+// S(view) with the mix weights and with uniform weights, in one pass, and the
+// profiles with at least one creatable pair.
+struct ViewScores {
+  int64_t weighted = 0;
+  int64_t uniform = 0;
+  uint32_t placeable = 0;
+};
+ViewScores Scores(const Table& t, const Weights& w, const View& v) {
+  const uint32_t ok = CreatableProfiles(t, v);
+  ViewScores out;
+  for (size_t i = 0; i < t.pairs.size(); ++i) {
+    const Pair& pair = t.pairs[i];
+    if ((pair.mask & v.mask) == 0 && ((ok >> pair.profile) & 1u) != 0) {
+      out.weighted += w.weighted[i];
+      out.uniform += w.uniform[i];
+      out.placeable |= 1u << pair.profile;
+    }
+  }
+  return out;
+}
+
+// Σ w_p over the profiles in `mask` (the node term's value).
+int64_t ProfileValue(const std::vector<int64_t>& w, uint32_t mask) {
+  int64_t v = 0;
+  for (; mask != 0; mask &= mask - 1) v += w[static_cast<size_t>(std::countr_zero(mask))];
+  return v;
 }
 
 // ---------------------------------------------------------------------------
@@ -156,6 +178,7 @@ struct Gpu {
   int64_t s_all_weighted = 0;
   int64_t s_all_uniform = 0;
   int64_t s_hard_weighted = 0;
+  uint32_t hard_placeable = 0;  // profiles placeable with every Idle instance free
 };
 
 struct Create {
@@ -285,26 +308,28 @@ PlanScore CheapCostOf(const Gpu& g, const Overlay& ov) {
   return s;
 }
 
-// Whether `a` is worse than `b` on the fields CheapCostOf() fills, which
-// lead the cost order.
-bool CheapFieldsWorse(const PlanScore& a, const PlanScore& b) {
-  return std::tie(a.destroyed_slices, a.destroyed_instances, a.creates, a.reclaimed_last_used_sum) >
-         std::tie(b.destroyed_slices, b.destroyed_instances, b.creates, b.reclaimed_last_used_sum);
-}
-
-// The cost of everything `ov` does on `g`, relative to the input state.
-PlanScore CostOf(const Gpu& g, const Overlay& ov) {
+// The cost of everything `ov` does on `g`, relative to the input state,
+// without the node term (node_loss = 0; it depends on every GPU).
+// *pinned_placeable (if given) receives the profiles still placeable on `g`
+// in the pinned view after `ov`.
+PlanScore CostOf(const Gpu& g, const Overlay& ov, uint32_t* pinned_placeable = nullptr) {
   PlanScore s = CheapCostOf(g, ov);
-  const auto [weighted, uniform] = Scores(*g.table, *g.weights, ActualView(g, ov));
-  s.loss = g.s_all_weighted - weighted;
-  s.uniform_loss = g.s_all_uniform - uniform;
+  const ViewScores actual = Scores(*g.table, *g.weights, ActualView(g, ov));
+  s.loss = g.s_all_weighted - actual.weighted;
+  s.uniform_loss = g.s_all_uniform - actual.uniform;
   // Without Idle instances the pinned view is the actual view.
-  s.pin_loss = g.idle_bits == 0
-                   ? s.loss
-                   : g.s_hard_weighted - Score(*g.table, g.weights->weighted, PinnedView(g, ov));
+  uint32_t pl = actual.placeable;
+  if (g.idle_bits == 0) {
+    s.pin_loss = s.loss;
+  } else {
+    s.pin_loss = g.s_hard_weighted - Score(*g.table, g.weights->weighted, PinnedView(g, ov), &pl);
+  }
+  if (pinned_placeable != nullptr) *pinned_placeable = pl;
   s.fill = -g.fill * static_cast<int64_t>(ov.hosted);
+  s.opened_gpus = g.hard_mask == 0 && ov.hosted > 0 ? 1 : 0;
   return s;
 }
+
 
 // ---------------------------------------------------------------------------
 // Request classes and actions.
@@ -543,18 +568,53 @@ Weights BuildWeights(const Table& t, const DemandWeights& demand) {
     const mig::GiProfile* p = m.FindProfileByName(name);
     if (p != nullptr) raw[static_cast<size_t>(p - m.gi_profiles.data())] += weight;
   }
-  double total = 0.0;
-  for (const Pair& pair : t.pairs) total += raw[pair.profile];
+  uint32_t listed = 0;  // profiles with pairs in the table
+  for (const Pair& pair : t.pairs) listed |= 1u << pair.profile;
+  double total = 0.0;  // mix weight of the listed profiles
+  for (size_t p = 0; p < raw.size(); ++p) {
+    if (((listed >> p) & 1u) != 0) total += raw[p];
+  }
+  // The support of the mix: listed profiles with at least kSupportShare of
+  // its weight (a profile asked for once long ago, decayed to a trace, does
+  // not count).
+  constexpr double kSupportShare = 1e-3;
+  uint32_t support = 0;
+  for (size_t p = 0; p < raw.size(); ++p) {
+    if (((listed >> p) & 1u) != 0 && total > 0.0 && raw[p] >= kSupportShare * total) {
+      support |= 1u << p;
+    }
+  }
   Weights w;
   const auto n = static_cast<int64_t>(std::max<size_t>(t.pairs.size(), 1));
   w.uniform.assign(t.pairs.size(), kScoreScale / n);
-  if (total > 0.0) {
+  // Pairs: every pair of a profile in the support weighs the same (the mix
+  // decides what counts, not how much: a rare large profile's few placements
+  // must count as much as a common small one's, or slice-weighted acceptance
+  // suffers); all pairs alike when nothing resolves.
+  int64_t n_support = 0;
+  for (const Pair& pair : t.pairs) n_support += (support >> pair.profile) & 1u;
+  if (n_support > 0) {
     for (const Pair& pair : t.pairs) {
-      w.weighted.push_back(
-          std::llround(static_cast<double>(kScoreScale) * raw[pair.profile] / total));
+      w.weighted.push_back(((support >> pair.profile) & 1u) != 0 ? kScoreScale / n_support : 0);
     }
   } else {
     w.weighted = w.uniform;
+  }
+  // Profiles (node term): the mix weight of the profiles in the support,
+  // normalised so that all of them placeable ≈ kScoreScale; every listed
+  // profile alike when nothing resolves.
+  double support_total = 0.0;
+  for (size_t p = 0; p < raw.size(); ++p) {
+    if (((support >> p) & 1u) != 0) support_total += raw[p];
+  }
+  const int64_t nlisted = std::max(1, std::popcount(listed));
+  w.profile.assign(raw.size(), 0);
+  for (size_t p = 0; p < raw.size(); ++p) {
+    if (support == 0) {
+      if (((listed >> p) & 1u) != 0) w.profile[p] = kScoreScale / nlisted;
+    } else if (((support >> p) & 1u) != 0) {
+      w.profile[p] = std::llround(static_cast<double>(kScoreScale) * raw[p] / support_total);
+    }
   }
   return w;
 }
@@ -619,6 +679,8 @@ StatusOr<Search> ParseSearch(std::string_view name) {
 }
 
 PlanScore& PlanScore::operator+=(const PlanScore& o) {
+  node_loss += o.node_loss;
+  opened_gpus += o.opened_gpus;
   destroyed_slices += o.destroyed_slices;
   destroyed_instances += o.destroyed_instances;
   creates += o.creates;
@@ -631,6 +693,8 @@ PlanScore& PlanScore::operator+=(const PlanScore& o) {
 }
 
 PlanScore& PlanScore::operator-=(const PlanScore& o) {
+  node_loss -= o.node_loss;
+  opened_gpus -= o.opened_gpus;
   destroyed_slices -= o.destroyed_slices;
   destroyed_instances -= o.destroyed_instances;
   creates -= o.creates;
@@ -715,9 +779,14 @@ class Run {
     Action action;
     Overlay ov;
     PlanScore delta;
+    uint32_t placeable = 0;  // the GPU's pinned placeable profiles after
   };
   std::optional<Step> BestStep(size_t ci, const std::vector<Overlay>& overlays,
-                               const std::vector<PlanScore>& costs);
+                               const std::vector<PlanScore>& costs,
+                               const std::vector<uint32_t>& placeable);
+  // The node term of a plan whose GPUs keep `placeable` (pinned view).
+  int64_t NodeLoss(const std::vector<uint32_t>& placeable) const;
+  int64_t NodeLossOf(const std::vector<Overlay>& overlays) const;
 
   // Exhaustive: per-GPU options + dynamic programme over GPUs.
   std::optional<Result> Exhaustive();
@@ -781,13 +850,36 @@ void Run::FindTwins() {
   }
 }
 
+int64_t Run::NodeLoss(const std::vector<uint32_t>& placeable) const {
+  // Profiles are per table; the node term is defined over the first GPU's
+  // table and applies only when every GPU shares it (mixed nodes: 0).
+  uint32_t before = 0;
+  uint32_t after = 0;
+  for (size_t g = 0; g < gpus_.size(); ++g) {
+    if (gpus_[g].table != gpus_[0].table) return 0;
+    before |= gpus_[g].hard_placeable;
+    after |= placeable[g];
+  }
+  const std::vector<int64_t>& w = gpus_[0].weights->profile;
+  return ProfileValue(w, before) - ProfileValue(w, after);
+}
+
+int64_t Run::NodeLossOf(const std::vector<Overlay>& overlays) const {
+  std::vector<uint32_t> placeable(gpus_.size());
+  for (size_t g = 0; g < gpus_.size(); ++g) CostOf(gpus_[g], overlays[g], &placeable[g]);
+  return NodeLoss(placeable);
+}
+
 std::optional<Run::Step> Run::BestStep(size_t ci, const std::vector<Overlay>& overlays,
-                                       const std::vector<PlanScore>& costs) {
+                                       const std::vector<PlanScore>& costs,
+                                       const std::vector<uint32_t>& placeable) {
   const Class& c = classes_[ci];
+  const int64_t node_now = NodeLoss(placeable);
+  std::vector<uint32_t> trial = placeable;
+  std::optional<Step> best_any;
   // Pass 0: reuse; pass 1: create without reclaiming; pass 2: create with
-  // reclaims. Every candidate of an earlier pass is cheaper than every
-  // candidate of a later one (destroyed, then creates, lead the cost order),
-  // so the first pass with a candidate decides.
+  // reclaims. The node term and pin_loss lead the cost order, so a later
+  // pass can win; every pass is scanned (equal costs: the earlier pass).
   for (int pass = 0; pass < 3; ++pass) {
     std::optional<Step> best;
     for (size_t g = 0; g < gpus_.size(); ++g) {
@@ -809,14 +901,20 @@ std::optional<Run::Step> Run::BestStep(size_t ci, const std::vector<Overlay>& ov
           if (reclaims != (pass == 2)) continue;
         }
         ++stats_.candidates_examined;
-        PlanScore delta = CostOf(gpu, next);
+        uint32_t pl = 0;
+        PlanScore delta = CostOf(gpu, next, &pl);
         delta -= costs[g];
-        if (!best.has_value() || delta < best->delta) best = Step{g, a, next, delta};
+        trial[g] = pl;
+        delta.node_loss = NodeLoss(trial) - node_now;
+        trial[g] = placeable[g];
+        if (!best.has_value() || delta < best->delta) best = Step{g, a, next, delta, pl};
       }
     }
-    if (best.has_value()) return best;
+    if (best.has_value() && (!best_any.has_value() || best->delta < best_any->delta)) {
+      best_any = best;
+    }
   }
-  return std::nullopt;
+  return best_any;
 }
 
 std::optional<Run::Result> Run::Greedy() {
@@ -824,16 +922,21 @@ std::optional<Run::Result> Run::Greedy() {
   r.overlays.assign(gpus_.size(), Overlay{});
   r.assigned.assign(input_.request.size(), Assigned{});
   std::vector<PlanScore> costs(gpus_.size());
+  std::vector<uint32_t> placeable(gpus_.size());
+  for (size_t g = 0; g < gpus_.size(); ++g) placeable[g] = gpus_[g].hard_placeable;
   for (size_t ci = 0; ci < classes_.size(); ++ci) {
     for (size_t member : classes_[ci].members) {
-      std::optional<Step> step = BestStep(ci, r.overlays, costs);
+      std::optional<Step> step = BestStep(ci, r.overlays, costs, placeable);
       if (!step.has_value()) return std::nullopt;
       r.overlays[step->gpu] = step->ov;
+      step->delta.node_loss = 0;  // per-GPU costs carry no node term
       costs[step->gpu] += step->delta;
+      placeable[step->gpu] = step->placeable;
       r.assigned[member] = Assigned{step->gpu, step->action};
     }
   }
   for (const PlanScore& c : costs) r.cost += c;
+  r.cost.node_loss = NodeLoss(placeable);
   return r;
 }
 
@@ -850,7 +953,6 @@ void Run::Record(size_t g, const Overlay& ov_in, const Counts& hosted,
   ++stats_.exhaustive_options;
   std::vector<Option>& opts = options_[g];
   auto it = index.find(hosted);
-  if (it != index.end() && CheapFieldsWorse(CheapCostOf(gpu, ov), opts[it->second].cost)) return;
   PlanScore cost = CostOf(gpu, ov);
   if (it != index.end()) {
     Option& old = opts[it->second];
@@ -1045,6 +1147,7 @@ std::optional<Run::Result> Run::Exhaustive() {
     }
     for (size_t ci = 0; ci < nc; ++ci) Set(remaining, ci, At(remaining, ci) - At(o.hosted, ci));
   }
+  r.cost.node_loss = NodeLossOf(r.overlays);
   return r;
 }
 
@@ -1355,8 +1458,13 @@ StatusOr<Plan> Planner::MakePlan(const PlanInput& input) {
       }
     }
     g.fill = std::popcount(g.all.mask);
-    std::tie(g.s_all_weighted, g.s_all_uniform) = Scores(*g.table, *w, g.all);
-    g.s_hard_weighted = g.idle_bits == 0 ? g.s_all_weighted : Score(*g.table, w->weighted, g.hard);
+    const ViewScores all_scores = Scores(*g.table, *w, g.all);
+    g.s_all_weighted = all_scores.weighted;
+    g.s_all_uniform = all_scores.uniform;
+    g.hard_placeable = all_scores.placeable;
+    g.s_hard_weighted = g.idle_bits == 0
+                            ? g.s_all_weighted
+                            : Score(*g.table, w->weighted, g.hard, &g.hard_placeable);
     gpus.push_back(std::move(g));
   }
   std::sort(keys.begin(), keys.end());

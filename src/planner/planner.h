@@ -24,6 +24,11 @@
 //     A100-40GB.
 //
 // Preference order (per instance, enforced by the cost order below)
+//   Where the instance goes is decided first, with Idle instances counted as
+//   free space (they are reclaimable, so they never make a request fail):
+//   the placement that keeps the most demand placeable on the node, then
+//   that opens no empty GPU while a used one can host it, then that keeps
+//   the most demand placeable on its GPU. Among equally good placements:
 //   1. reuse an Idle instance of the profile (exactly at the requested GPU and
 //      placement when those are given);
 //   2. create in free space;
@@ -33,45 +38,91 @@
 //      Idle instances overlapping it are reclaimed; otherwise Idle instances
 //      that block only through instanceCount or the engine budget may also be
 //      reclaimed (cheapest such set).
+//   So an Idle instance is reused when it sits on a best spot (the common
+//   case: it was placed there by the same rule), not when reusing it would
+//   pin a worse one; a create then leaves it Idle (reclaimed only when a
+//   later request needs its space). At most one create per instance.
 //
 // Scoring: alignment, not contiguity (placement.md §4.2)
 //   Pairs(model) = every legal (profile, placement) of the table. The state
 //   score S(view) = Σ w(pair) over the pairs that are creatable in that view
 //   (free mask, instanceCount and engine budget all allow it). Pair weights
-//   come from the demand mix: w(pair) = mix weight of its profile (a mix name
-//   counts for the profile it resolves to on this model), normalised per
-//   table so that S(empty GPU) ≈ kScoreScale; when no mix entry resolves on a
-//   model (e.g. an empty mix), every pair of the table weighs the same (every
-//   profile the table lists, +me/-me/+gfx variants included, so a profile
-//   with more placements or more variants counts more). Integers throughout,
-//   so sums are exact and reproducible.
+//   come from the demand mix's support: every pair of a profile that the mix
+//   asks for (a mix name counts for the profile it resolves to on this model;
+//   "asks for" = at least 0.1% of the mix's weight on this model) weighs the
+//   same, other pairs 0, normalised per table so that S(empty GPU) ≈
+//   kScoreScale. The mix decides which pairs count, not how much: a rare
+//   large profile's single placement counts as much as one of a common small
+//   profile's seven (weighting pairs by the mix let small-heavy mixes give
+//   the large placements away; slice-weighted acceptance fell 1-2 pp behind
+//   placement.md's B10). When no mix entry resolves on a model (e.g. an
+//   empty mix), every pair of the table weighs the same (every profile the
+//   table lists, +me/-me/+gfx variants included). Integers throughout, so
+//   sums are exact and reproducible.
 //   The loss of an action is S(before) - S(after): the weighted count of
 //   (profile, placement) pairs it makes impossible, on that GPU.
+//   Node term (placement.md §6.4 B10's criterion): the profiles placeable on
+//   at least one GPU of the node, weighted by their mix weight (profiles in
+//   the support only, normalised per table; equal weights for every listed
+//   profile when no mix entry resolves), in the pinned view (Idle
+//   instances free). node_loss = value before - value after the plan: what
+//   the node as a whole can no longer host. Computed per candidate from the
+//   per-GPU placeable sets (a decision on GPU g changes only g's set). It is
+//   defined when every GPU shares one table (a homogeneous node, the usual
+//   case); on a node with mixed tables it is 0 and the per-GPU terms decide.
 //
-// Cost of a plan (lower is better; compared lexicographically, summed over
-// GPUs; see PlanScore):
-//   destroyed_slices, destroyed_instances, creates, reclaimed_last_used_sum,
-//   loss, pin_loss, fill, uniform_loss
-//   - loss: weighted loss in the actual view (Idle instances occupy slices);
+// Cost of a plan (lower is better; compared lexicographically; every field
+// but node_loss is summed over GPUs; see PlanScore):
+//   node_loss, opened_gpus, pin_loss, destroyed_slices, destroyed_instances,
+//   creates, reclaimed_last_used_sum, loss, fill, uniform_loss
+//   - node_loss: the node term above (pinned view);
+//   - opened_gpus: GPUs without any Active/Error/Foreign instance (empty in
+//     the pinned view) that the plan starts using: keep whole GPUs whole
+//     while a used GPU can host the instance (gang requests of several 7g,
+//     the Alibaba gpushare100 trace, need several empty GPUs; the node term
+//     only asks for one). The node term still overrides it where filling a
+//     used GPU would leave a profile placeable nowhere;
 //   - pin_loss: weighted loss in the "pinned" view where Idle instances count
 //     as free: what reusing an Idle instance or creating in a spot gives up
-//     for good. It ranks reuse candidates (their actual loss is 0);
+//     for good;
+//   - loss: weighted loss in the actual view (Idle instances occupy slices);
 //   - fill = -(memory units occupied on the chosen GPU before the request,
 //     by any occupant), per instance: packs the fullest GPU;
 //   - uniform_loss: the loss with uniform weights, separating placements a
 //     narrow mix scores alike.
-//   Why loss first and fill second (GPU choice): the loss is itself a packing
+//   Why opened_gpus before pin_loss: pin_loss alone already packs in most
+//   cases but gives an empty GPU to a small instance when every used GPU
+//   would lose a large slot; with whole-GPU (gang) demand that cost slice-
+//   weighted acceptance (-1.4 pp vs B9 on gpushare100, N=8, ρ 0.7; ≈ 0 with
+//   the term) for ≤ 0.2 pp count on some synthetic cells.
+//   Why the node term and pin_loss lead, ahead of creates and reclaims
+//   (placement benchmark, docs/benchmarks/placement.md): acceptance depends
+//   only on where Active instances sit, since Idle ones are reclaimed when
+//   needed; ranking reuse/create/reclaim first made migd reuse Idle
+//   instances on poor spots and trail B10 (node-level myopic) by up to
+//   0.85 pp count / 2.3 pp slice-weighted. With the node term and pin_loss
+//   first it is within noise of B10/B9 in nearly every cell, at the price
+//   of more creates (uniform mix, 8 GPUs, ρ 0.9: 0.28 -> ~0.38 creates per
+//   accepted request; still ≤ 1 per instance) — reuse still wins every tie
+//   in placement quality.
+//   Why pin_loss before fill (GPU choice): the loss is itself a packing
 //   measure — a fuller GPU has fewer creatable pairs left to destroy, so a
 //   small instance goes where it costs least (an empty GPU always loses its 7g
 //   and more). Where packing would destroy a GPU's last large slot (a 4g-used
-//   GPU's 3g@4) while a less full GPU hosts the instance harmlessly, the loss
-//   keeps the large slot; this is placement.md §7's "PlaceCount" rule, the
-//   best multi-GPU policy there. fill breaks ties toward the fuller GPU
-//   (k8s-device-plugin "packed", §4.4).
+//   GPU's 3g@4) while another used (not empty) GPU hosts the instance
+//   harmlessly, the loss keeps the large slot; this is placement.md §7's
+//   "PlaceCount" rule. An empty GPU is opened only when no used GPU can host
+//   the instance or the node term asks for it (opened_gpus). fill breaks
+//   ties toward the fuller GPU (k8s-device-plugin "packed", §4.4).
 //   Final tie-break, in this order: lower GPU index, reuse before create,
 //   lower placement start. In the exhaustive search (below), among equally
 //   cheap plans the one that hosts more instances on lower-index GPUs wins,
 //   then reuse before create and lower starts.
+//   The greedy stage minimises the full cost, node term included, per
+//   instance. The exhaustive search's dynamic programme minimises the
+//   per-GPU fields (the node term is not a sum over GPUs); its plan's
+//   node_loss is computed afterwards, and it replaces the greedy plan only
+//   when strictly cheaper on the full cost.
 //   On an empty 8-unit GPU this yields end-packing for 1g (6, 4, 5, ...), 3g
 //   at 4:4, so 4g/3g@0 survive three sequential 1g (the DRA #933 pattern
 //   cannot arise from the planner's own choices).
@@ -249,12 +300,14 @@ struct InstancePlan {
 // The cost of a plan, lower is better, compared field by field in this order
 // (see the file comment). Losses are in units of kScoreScale per GPU.
 struct PlanScore {
+  int64_t node_loss = 0;
+  int64_t opened_gpus = 0;
+  int64_t pin_loss = 0;
   int64_t destroyed_slices = 0;
   int64_t destroyed_instances = 0;
   int64_t creates = 0;
   int64_t reclaimed_last_used_sum = 0;
   int64_t loss = 0;
-  int64_t pin_loss = 0;
   int64_t fill = 0;
   int64_t uniform_loss = 0;
 

@@ -345,14 +345,32 @@ TEST(PlannerJointTest, MixedModelsResolveNamesPerModel) {
 // Reuse, reclaim and the states that are never touched.
 
 TEST(PlannerReuseTest, ReusePreferredOverFreeSpace) {
+  // The Idle 1g sits where a new one would go (6:1 of an empty GPU): reuse
+  // ties the create on placement quality and wins on creates.
   const PlanInput in =
-      Input({Gpu(0, "h100-80gb"), Gpu(1, "h100-80gb", {Idle("1g.10gb", "3:1", "i", 9)})},
+      Input({Gpu(0, "h100-80gb"), Gpu(1, "h100-80gb", {Idle("1g.10gb", "6:1", "i", 9)})},
             {Any("1g.10gb")});
   MIGD_ASSERT_OK_AND_ASSIGN(Plan plan, MakePlan(in));
   EXPECT_EQ(plan.stage, Stage::kReuse);
   EXPECT_EQ(plan.instances[0].reuse_key, "i");
-  EXPECT_THAT(Where(plan), ElementsAre("1:1g.10gb@3:1"));
+  EXPECT_THAT(Where(plan), ElementsAre("1:1g.10gb@6:1"));
   EXPECT_EQ(plan.score.creates, 0);
+}
+
+TEST(PlannerReuseTest, ReuseOnAWorseSpotLosesToACreate) {
+  // Reusing the Idle 1g at 3:1 would pin the middle of GPU 1 (4g@0:4, 3g@0:4
+  // and 7g lost for good); a create at 6:1 keeps them. Placement quality
+  // (pin_loss, Idle instances free) leads the cost order; the Idle instance
+  // stays, reclaimable later.
+  const PlanInput in =
+      Input({Gpu(0, "h100-80gb"), Gpu(1, "h100-80gb", {Idle("1g.10gb", "3:1", "i", 9)})},
+            {Any("1g.10gb")});
+  MIGD_ASSERT_OK_AND_ASSIGN(Plan plan, MakePlan(in));
+  EXPECT_EQ(plan.stage, Stage::kFree);
+  EXPECT_EQ(plan.instances[0].reuse_key, "");
+  EXPECT_THAT(plan.instances[0].reclaim, IsEmpty());
+  EXPECT_THAT(Where(plan), ElementsAre("1:1g.10gb@6:1"));  // fill: the GPU holding the Idle 1g
+  EXPECT_EQ(plan.score.creates, 1);
 }
 
 TEST(PlannerReuseTest, PicksTheIdleInstanceThatBlocksLeast) {
@@ -376,33 +394,51 @@ TEST(PlannerReuseTest, OtherProfilesAndStatesAreNotReused) {
 }
 
 TEST(PlannerReuseTest, DoubleMemoryAndBaseOneGigAreDifferentProfiles) {
+  // The Idle 1g.20gb is not reused for a 1g.10gb. It sits on the best spot
+  // for the 1g (6:1; 5:1 would also cost 2g@4:2), so it is reclaimed.
   const PlanInput in =
       Input({Gpu(0, "h100-80gb", {Idle("1g.20gb", "6:2", "dm", 1)})}, {Any("1g.10gb")});
   MIGD_ASSERT_OK_AND_ASSIGN(Plan plan, MakePlan(in));
-  EXPECT_EQ(plan.stage, Stage::kFree);
+  EXPECT_EQ(plan.instances[0].reuse_key, "");
+  EXPECT_EQ(plan.stage, Stage::kReclaim);
+  EXPECT_THAT(Where(plan), ElementsAre("0:1g.10gb@6:1"));
+  EXPECT_THAT(Keys(plan.instances[0].reclaim), ElementsAre("dm"));
 }
 
-TEST(PlannerReclaimTest, FewestSlicesThenFewestInstances) {
-  // A 1g.20gb (2 units) needs one of 0:2 (Idle 2g, newest), 2:2 (two Idle
-  // 1g, older), 4:2 or 6:2 (Idle 3g, oldest, 4 slices).
-  const PlanInput in =
+TEST(PlannerReclaimTest, BestSpotFirstThenFewestSlicesThenFewestInstances) {
+  // Every spot is Idle-occupied. Placement quality (Idle instances free)
+  // comes first: 6:2 at the end of the GPU, although it costs the Idle 3g
+  // (4 slices, oldest).
+  const PlanInput spread =
       Input({Gpu(0, "h100-80gb",
                  {Idle("3g.40gb", "4:4", "three", 1), Idle("2g.20gb", "0:2", "two", 100),
                   Idle("1g.10gb", "2:1", "oneA", 50), Idle("1g.10gb", "3:1", "oneB", 60)})},
             {Any("1g.20gb")});
-  MIGD_ASSERT_OK_AND_ASSIGN(Plan plan, MakePlan(in));
-  EXPECT_TRUE(PlanIsLegal(in, plan));
+  MIGD_ASSERT_OK_AND_ASSIGN(Plan plan, MakePlan(spread));
+  EXPECT_TRUE(PlanIsLegal(spread, plan));
   EXPECT_EQ(plan.stage, Stage::kReclaim);
-  EXPECT_THAT(Where(plan), ElementsAre("0:1g.20gb@0:2"));
-  EXPECT_THAT(Keys(plan.instances[0].reclaim), ElementsAre("two"));
+  EXPECT_THAT(Where(plan), ElementsAre("0:1g.20gb@6:2"));
+  EXPECT_THAT(Keys(plan.instances[0].reclaim), ElementsAre("three"));
+
+  // 4:8 Active: 0:2 and 2:2 are equally good spots; 0:2 (Idle 2g, newest,
+  // one instance) beats 2:2 (two Idle 1g, older) on fewest instances.
+  const PlanInput tie =
+      Input({Gpu(0, "h100-80gb",
+                 {Active("3g.40gb", "4:4", "a"), Idle("2g.20gb", "0:2", "two", 100),
+                  Idle("1g.10gb", "2:1", "oneA", 50), Idle("1g.10gb", "3:1", "oneB", 60)})},
+            {Any("1g.20gb")});
+  MIGD_ASSERT_OK_AND_ASSIGN(Plan tied, MakePlan(tie));
+  EXPECT_TRUE(PlanIsLegal(tie, tied));
+  EXPECT_THAT(Where(tied), ElementsAre("0:1g.20gb@0:2"));
+  EXPECT_THAT(Keys(tied.instances[0].reclaim), ElementsAre("two"));
 }
 
 TEST(PlannerReclaimTest, LeastRecentlyUsedAmongEqualCost) {
-  // Seven Idle 1g; a 2g needs two of them at 0:2, 2:2 or 4:2. The pair used
-  // longest ago (2 and 3) goes.
-  std::vector<Occupant> occ;
-  const int64_t ticks[] = {70, 60, 10, 20, 50, 40, 30};
-  for (uint32_t s = 0; s < 7; ++s) {
+  // Four Idle 1g beside an Active 3g at 4:4; a 2g needs two of them at 0:2
+  // or 2:2 (equally good spots). The pair used longest ago (2 and 3) goes.
+  std::vector<Occupant> occ = {Active("3g.40gb", "4:4", "a")};
+  const int64_t ticks[] = {70, 60, 10, 20};
+  for (uint32_t s = 0; s < 4; ++s) {
     occ.push_back(Idle("1g.10gb", std::to_string(s) + ":1", "k" + std::to_string(s), ticks[s]));
   }
   const PlanInput in = Input({Gpu(0, "h100-80gb", occ)}, {Any("2g.20gb")});
@@ -522,14 +558,14 @@ TEST(PlannerExactTest, PlacementWithoutGpuTriesEveryGpu) {
 }
 
 TEST(PlannerExactTest, ExactInstanceCountIsNotFreedByReclaimingElsewhere) {
-  // +me profiles allow one instance; an Idle one at 0 is reused by a plain
-  // request but blocks an exact request at 6 (it does not overlap 6:1).
-  const std::vector<GpuLayout> gpus = {Gpu(0, "h100-80gb", {Idle("1g.10gb+me", "0:1", "me", 2)})};
+  // +me profiles allow one instance; an Idle one at 6 is reused by a plain
+  // request but blocks an exact request at 0 (it does not overlap 0:1).
+  const std::vector<GpuLayout> gpus = {Gpu(0, "h100-80gb", {Idle("1g.10gb+me", "6:1", "me", 2)})};
   MIGD_ASSERT_OK_AND_ASSIGN(Plan plain, MakePlan(Input(gpus, {Any("1g.10gb+me")})));
   EXPECT_EQ(plain.instances[0].reuse_key, "me");
-  EXPECT_THAT(MakePlan(Input(gpus, {At("1g.10gb+me", 0, "6:1")})),
+  EXPECT_THAT(MakePlan(Input(gpus, {At("1g.10gb+me", 0, "0:1")})),
               StatusIs(StatusCode::kResourceExhausted,
-                       HasSubstr("6:1 instanceCount of 1g.10gb+me reached (1 of 1)")));
+                       HasSubstr("0:1 instanceCount of 1g.10gb+me reached (1 of 1)")));
 }
 
 TEST(PlannerExactTest, OverlappingExactPlacementsInOneRequestAreInvalid) {

@@ -102,13 +102,7 @@ class CdiLifecycleTest : public ::testing::Test {
     return ::lstat(SpecPath(uuid).c_str(), &st) == 0;
   }
   static AllocateRequest Req(const std::string& id, const std::string& profile) {
-    AllocateRequest r;
-    r.request_id = id;
-    r.owner = store::Owner::Pod("default", "pod-" + id, PodUid("uid-" + id), "main");
-    InstanceSpec s;
-    s.profile = profile;
-    r.instances.push_back(s);
-    return r;
+    return testing::Req(id, {testing::Spec(profile)});
   }
 
   migd::testing::TempDir dir_;

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -26,6 +27,29 @@
   } while (0)
 
 namespace migd::engine::testing {
+
+// One requested instance: a profile name, optionally pinned to a GPU and an
+// exact placement.
+inline InstanceSpec Spec(std::string profile, std::optional<uint32_t> gpu = std::nullopt,
+                         std::optional<mig::Placement> placement = std::nullopt) {
+  InstanceSpec s;
+  s.profile = std::move(profile);
+  if (gpu) s.gpu = GpuIndex(*gpu);
+  s.placement = placement;
+  return s;
+}
+
+// Request `id` owned by pod default/pod-<id> (uid-<id>, container main), or
+// with `pod_owner` false by the opaque owner "owner-<id>".
+inline AllocateRequest Req(const std::string& id, std::vector<InstanceSpec> specs,
+                           bool pod_owner = true) {
+  AllocateRequest r;
+  r.request_id = id;
+  r.owner = pod_owner ? store::Owner::Pod("default", "pod-" + id, PodUid("uid-" + id), "main")
+                      : store::Owner::Opaque("owner-" + id);
+  r.instances = std::move(specs);
+  return r;
+}
 
 inline Status ToStatus(const Status& s) { return s; }
 template <typename T>

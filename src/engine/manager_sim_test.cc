@@ -25,22 +25,8 @@ using ::migd::engine::testing::Total;
 using ::migd::testing::StatusIs;
 using ::testing::HasSubstr;
 
-InstanceSpec Spec(std::string profile, std::optional<uint32_t> gpu = std::nullopt,
-                  std::optional<mig::Placement> placement = std::nullopt) {
-  InstanceSpec s;
-  s.profile = std::move(profile);
-  if (gpu) s.gpu = GpuIndex(*gpu);
-  s.placement = placement;
-  return s;
-}
-
-AllocateRequest Req(const std::string& id, std::vector<InstanceSpec> specs) {
-  AllocateRequest r;
-  r.request_id = id;
-  r.owner = store::Owner::Pod("default", "pod-" + id, PodUid("uid-" + id), "main");
-  r.instances = std::move(specs);
-  return r;
-}
+using ::migd::engine::testing::Req;
+using ::migd::engine::testing::Spec;
 
 // One simulated machine, one NVML session (NvmlDriver::Open), one store, one
 // Manager. Tests call Init() after MIGD_RUN_IN_FRESH_PROCESS() when they need

@@ -31,21 +31,11 @@ using Timing = driver::FaultInjectingDriver::Timing;
 
 constexpr char kBoot[] = "boot-1";
 
-InstanceSpec Spec(std::string profile, std::optional<uint32_t> gpu = std::nullopt,
-                  std::optional<mig::Placement> placement = std::nullopt) {
-  InstanceSpec s;
-  s.profile = std::move(profile);
-  if (gpu) s.gpu = GpuIndex(*gpu);
-  s.placement = placement;
-  return s;
-}
+using ::migd::engine::testing::Spec;
 
+// Requests of these tests have opaque owners.
 AllocateRequest Req(const std::string& id, std::vector<InstanceSpec> specs) {
-  AllocateRequest r;
-  r.request_id = id;
-  r.owner = store::Owner::Opaque("owner-" + id);
-  r.instances = std::move(specs);
-  return r;
+  return testing::Req(id, std::move(specs), /*pod_owner=*/false);
 }
 
 class ManagerTest : public ::testing::Test {

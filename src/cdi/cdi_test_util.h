@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "cdi/fake_host_reader.h"
 #include "cdi/host_reader.h"
 #include "cdi/json_schema_check.h"
 #include "cdi/spec_builder.h"
@@ -24,34 +25,6 @@ namespace migd::cdi::testing {
 
 inline constexpr char kMigUuid[] = "MIG-4f1c2a9e-1b2c-5d3e-8f90-0a1b2c3d4e5f";
 inline constexpr char kMigUuid2[] = "MIG-7a6b5c4d-3e2f-5a1b-9c8d-7e6f5a4b3c2d";
-
-// Real files, fake device nodes: paths registered with AddNode answer
-// StatDeviceNode; any other path is NotFound.
-class FakeHostReader final : public HostReader {
- public:
-  void AddNode(const std::string& path, DeviceNodeInfo info) {
-    std::lock_guard<std::mutex> lock(mu_);
-    nodes_[path] = info;
-  }
-  void RemoveNode(const std::string& path) {
-    std::lock_guard<std::mutex> lock(mu_);
-    nodes_.erase(path);
-  }
-  StatusOr<std::string> ReadFile(const std::string& path) const override {
-    return os_.ReadFile(path);
-  }
-  StatusOr<DeviceNodeInfo> StatDeviceNode(const std::string& path) const override {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = nodes_.find(path);
-    if (it == nodes_.end()) return NotFoundError("stat " + path + ": No such file or directory");
-    return it->second;
-  }
-
- private:
-  OsHostReader os_;
-  mutable std::mutex mu_;
-  std::map<std::string, DeviceNodeInfo> nodes_;
-};
 
 // The standard fake host: GPU minor 1 with GI 2 (CIs 0 and 1) and GI 5
 // (CI 0); proc tree written by sim::WriteStaticProcFiles and

@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/file_util.h"
-#include "cdi/host_reader.h"
+#include "cdi/fake_host_reader.h"
 #include "cdi/names.h"
 #include "engine/cdi_observer.h"
 #include "engine/sim_fixture.h"
@@ -28,37 +28,6 @@ using ::migd::driver::sim_testing::SimMachine;
 using ::testing::HasSubstr;
 
 constexpr char kDevRoot[] = "/fake-dev";
-
-// Real proc files (the simulator's fake /proc tree); device nodes answered
-// from a table, since the test cannot rely on /dev/nvidia* existing.
-class FakeNodes final : public cdi::HostReader {
- public:
-  FakeNodes() {
-    const std::string d = kDevRoot;
-    nodes_[d + "/nvidia0"] = {'c', 195, 0, 0666};
-    nodes_[d + "/nvidiactl"] = {'c', 195, 255, 0666};
-    nodes_[d + "/nvidia-uvm"] = {'c', 511, 0, 0666};
-    nodes_[d + "/nvidia-uvm-tools"] = {'c', 511, 1, 0666};
-  }
-  void Remove(const std::string& path) {
-    std::lock_guard<std::mutex> lock(mu_);
-    nodes_.erase(path);
-  }
-  StatusOr<std::string> ReadFile(const std::string& path) const override {
-    return os_.ReadFile(path);
-  }
-  StatusOr<cdi::DeviceNodeInfo> StatDeviceNode(const std::string& path) const override {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = nodes_.find(path);
-    if (it == nodes_.end()) return NotFoundError("stat " + path + ": No such file or directory");
-    return it->second;
-  }
-
- private:
-  cdi::OsHostReader os_;
-  mutable std::mutex mu_;
-  std::map<std::string, cdi::DeviceNodeInfo> nodes_;
-};
 
 class CdiLifecycleTest : public ::testing::Test {
  protected:
@@ -74,6 +43,11 @@ class CdiLifecycleTest : public ::testing::Test {
     store_ = std::move(*st);
     opts_.boot_id = testing::kSimBoot;
     std::filesystem::create_directories(spec_dir());
+    const std::string dev = kDevRoot;
+    reader_.AddNode(dev + "/nvidia0", {'c', 195, 0, 0666});
+    reader_.AddNode(dev + "/nvidiactl", {'c', 195, 255, 0666});
+    reader_.AddNode(dev + "/nvidia-uvm", {'c', 511, 0, 0666});
+    reader_.AddNode(dev + "/nvidia-uvm-tools", {'c', 511, 1, 0666});
     cdi::Options o;
     o.spec_dir = spec_dir();
     o.proc_root = dir_.Join("proc");
@@ -112,7 +86,7 @@ class CdiLifecycleTest : public ::testing::Test {
   std::unique_ptr<store::RecordStore> store_;
   RecordsOwnerSource owners_;
   ManagerOptions opts_;
-  FakeNodes reader_;
+  cdi::testing::FakeHostReader reader_;
   std::unique_ptr<cdi::Publisher> publisher_;
   std::unique_ptr<CdiObserver> observer_;
   std::unique_ptr<Manager> mgr_;
@@ -204,7 +178,7 @@ TEST_F(CdiLifecycleTest, StartupRemovesStraySpecsAndRewritesMissingOnes) {
 TEST_F(CdiLifecycleTest, APublishFailureFailsTheAllocationAndRollsItBack) {
   Init();
   Start();
-  reader_.Remove(std::string(kDevRoot) + "/nvidiactl");
+  reader_.RemoveNode(std::string(kDevRoot) + "/nvidiactl");
   EXPECT_THAT(mgr_->Allocate(Req("a", "1g.5gb")).status(),
               migd::testing::StatusIs(StatusCode::kNotFound, HasSubstr("nvidiactl")));
   EXPECT_EQ(sim_->GiCount(), 0) << "the created instance was rolled back";

@@ -5,20 +5,10 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
+
+#include "base/file_util.h"
 
 namespace migd::testing {
-namespace {
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
-
-}  // namespace
 
 CommandResult RunCommand(const std::vector<std::string>& argv, const std::string& scratch_dir,
                          const std::map<std::string, std::string>& env) {
@@ -52,8 +42,8 @@ CommandResult RunCommand(const std::vector<std::string>& argv, const std::string
   } else if (WIFSIGNALED(status)) {
     result.exit_code = 128 + WTERMSIG(status);
   }
-  result.out = Slurp(out_path);
-  result.err = Slurp(err_path);
+  result.out = ReadFileToString(out_path).value_or("");
+  result.err = ReadFileToString(err_path).value_or("");
   return result;
 }
 

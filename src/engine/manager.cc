@@ -9,6 +9,7 @@
 #include "base/logging.h"
 #include "base/status_macros.h"
 #include "engine/gpu_model_builder.h"
+#include "mig/catalog.h"
 
 namespace migd::engine {
 namespace {
@@ -35,6 +36,24 @@ int64_t ToTick(const std::optional<Clock::TimePoint>& t) {
   return t ? ToUnixSeconds(*t) : 0;
 }
 
+std::string OwnerLabel(const store::Owner& o) {
+  switch (o.kind) {
+    case store::Owner::Kind::kPod:
+      return o.pod_namespace + "/" + o.pod_name + (o.container.empty() ? "" : "/" + o.container);
+    case store::Owner::Kind::kOpaque:
+      return o.opaque_id;
+    case store::Owner::Kind::kNone:
+      break;
+  }
+  return "-";
+}
+
+// The profile `name` resolves to on `model` (canonical name), or "".
+std::string Canonical(const mig::GpuModel& model, const std::string& name) {
+  const mig::GiProfile* p = model.FindProfileByName(name);
+  return p == nullptr ? std::string() : p->name;
+}
+
 }  // namespace
 
 Manager::Manager(ManagerOptions options, driver::GpuDriver& driver, store::RecordStore& store,
@@ -44,7 +63,12 @@ Manager::Manager(ManagerOptions options, driver::GpuDriver& driver, store::Recor
       store_(store),
       clock_(clock),
       observer_(observer != nullptr ? *observer : noop_observer_),
-      demand_(options_.demand_half_life_seconds) {}
+      demand_(options_.demand_half_life_seconds) {
+  policy_.idle_ttl = options_.idle_ttl;
+  policy_.max_idle_per_gpu = options_.max_idle_per_gpu;
+  policy_.warm_pool = options_.warm_pool;
+  policy_.profile_allowlist = options_.profile_allowlist;
+}
 
 Manager::~Manager() { StopReconciler(); }
 
@@ -61,6 +85,8 @@ StatusOr<std::unique_ptr<Manager>> Manager::Create(ManagerOptions options,
   }
   std::unique_ptr<Manager> m(new Manager(std::move(options), driver, store, clock, observer));
   MIGD_RETURN_IF_ERROR(m->Recover(owners));
+  // Warm-pool and allowlist names can only be checked against the GPUs.
+  MIGD_RETURN_IF_ERROR(m->SetPolicy(m->policy()));
   return StatusOr<std::unique_ptr<Manager>>(std::move(m));
 }
 
@@ -70,14 +96,111 @@ int64_t Manager::NowTick() const {
       .count();
 }
 
-Status Manager::TransitionLocked(Instance& inst, InstanceState to) {
+Status Manager::TransitionLocked(Instance& inst, InstanceState to, EventReason reason) {
   if (!CanTransition(inst.state, to)) {
     return InternalError("refused transition " + std::string(InstanceStateName(inst.state)) +
                          " -> " + std::string(InstanceStateName(to)) + " of " +
                          inst.key.ToString());
   }
+  const InstanceState from = inst.state;
   inst.state = to;
+  EmitLocked(from, inst, reason);
   return OkStatus();
+}
+
+void Manager::EmitLocked(InstanceState from, const Instance& inst, EventReason reason) {
+  spdlog::info("instance {} -> {}{}", InstanceStateName(from), InstanceStateName(inst.state),
+               Fields()
+                   .Add("reason", EventReasonName(reason))
+                   .Add("gpu", inst.gpu.value())
+                   .Add("gpu_uuid", inst.key.gpu_uuid)
+                   .Add("mig", inst.mig_uuid.value().empty() ? "-" : inst.mig_uuid.value())
+                   .Add("gi", inst.gi_id ? std::to_string(inst.gi_id->value()) : "-")
+                   .Add("ci", inst.ci_id ? std::to_string(inst.ci_id->value()) : "-")
+                   .Add("profile", inst.profile)
+                   .Add("placement", inst.key.placement)
+                   .Add("owner", OwnerLabel(inst.owner))
+                   .Add("request", inst.request_id.empty() ? "-" : inst.request_id));
+  if (options_.listener == nullptr) return;
+  InstanceEvent e;
+  e.sequence = ++event_seq_;
+  e.time = clock_.Now();
+  e.from = from;
+  e.to = inst.state;
+  e.reason = reason;
+  e.instance = ViewLocked(inst);
+  options_.listener->OnInstanceEvent(e);
+}
+
+Status Manager::CheckAllowlistLocked(const std::vector<InstanceSpec>& specs) const {
+  if (policy_.profile_allowlist.empty()) return OkStatus();
+  for (const InstanceSpec& spec : specs) {
+    bool allowed = policy_.profile_allowlist.count(spec.profile) != 0;
+    // Aliases: the request and the list may name the same profile differently.
+    for (auto it = gpus_.begin(); !allowed && it != gpus_.end(); ++it) {
+      if (spec.gpu && it->first != spec.gpu->value()) continue;
+      const std::string want = Canonical(*it->second.model, spec.profile);
+      if (want.empty()) continue;
+      for (const std::string& a : policy_.profile_allowlist) {
+        if (Canonical(*it->second.model, a) == want) allowed = true;
+      }
+    }
+    if (!allowed) {
+      std::string list;
+      for (const std::string& a : policy_.profile_allowlist) {
+        list += (list.empty() ? "" : ", ") + a;
+      }
+      return PermissionDeniedError("profile " + spec.profile +
+                                   " is not in migProfileAllowlist (" + list +
+                                   "); ask the node's operator to add it to the config");
+    }
+  }
+  return OkStatus();
+}
+
+Status Manager::SetPolicy(const ManagerPolicy& policy) {
+  if (policy.idle_ttl && *policy.idle_ttl <= Clock::Duration::zero()) {
+    return InvalidArgumentError("lifecycle.idleTTL must be positive (or unset)");
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!gpus_.empty()) {
+    auto known = [&](const std::string& name) {
+      for (const auto& [idx, gpu] : gpus_) {
+        if (gpu.model->FindProfileByName(name) != nullptr) return true;
+      }
+      return false;
+    };
+    for (const auto& [name, n] : policy.warm_pool) {
+      if (!known(name)) {
+        return InvalidArgumentError("lifecycle.warmPool: profile " + name +
+                                    " is not offered by any MIG GPU of this node");
+      }
+    }
+    for (const std::string& name : policy.profile_allowlist) {
+      if (!known(name)) {
+        return InvalidArgumentError("migProfileAllowlist: profile " + name +
+                                    " is not offered by any MIG GPU of this node");
+      }
+    }
+  }
+  policy_ = policy;
+  return OkStatus();
+}
+
+ManagerPolicy Manager::policy() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return policy_;
+}
+
+std::vector<GpuView> Manager::Gpus() const {
+  std::vector<GpuView> out;
+  for (const driver::GpuInfo& info : all_gpus_) {
+    GpuView v;
+    v.info = info;
+    v.model = ModelOf(info.index);
+    out.push_back(std::move(v));
+  }
+  return out;
 }
 
 InstanceView Manager::ViewLocked(const Instance& inst) const {
@@ -270,7 +393,9 @@ Status Manager::DestroyInstance(const store::RecordKey& key) {
     if (it == instances_.end()) return OkStatus();
     from = it->second.state;
     if (from == InstanceState::kReclaiming) {
-      MIGD_RETURN_IF_ERROR(TransitionLocked(it->second, InstanceState::kDeleting));
+      MIGD_RETURN_IF_ERROR(TransitionLocked(
+          it->second, InstanceState::kDeleting,
+          it->second.reclaim_reason.value_or(EventReason::kDestroy)));
     } else if (from != InstanceState::kCreating && from != InstanceState::kError &&
                from != InstanceState::kDeleting) {
       return InternalError("refusing to destroy " + std::string(InstanceStateName(from)) +
@@ -294,19 +419,27 @@ Status Manager::DestroyInstance(const store::RecordKey& key) {
                    Fields().Add("key", key.ToString()).Add("error", rs.ToString()));
     }
     bool published = false;
+    std::optional<EventReason> reclaimed;
+    InstanceView gone;
     {
       std::lock_guard<std::mutex> lock(mu_);
       auto it = instances_.find(key);
       if (it != instances_.end()) {
         published = it->second.published;
-        Status ts = TransitionLocked(it->second, InstanceState::kNone);
+        reclaimed = it->second.reclaim_reason;
+        const EventReason why = from == InstanceState::kError      ? EventReason::kErrorRetry
+                                : from == InstanceState::kCreating ? EventReason::kRollback
+                                                                   : EventReason::kDestroy;
+        Status ts = TransitionLocked(it->second, InstanceState::kNone, why);
         if (!ts.ok()) return ts;
+        gone = ViewLocked(it->second);
         instances_.erase(it);
       }
       ++counters_.destroys;
       if (from == InstanceState::kError) ++counters_.errors_cleaned;
     }
-    spdlog::info("instance destroyed{}", Fields()
+    if (reclaimed && options_.listener != nullptr) options_.listener->OnReclaim(*reclaimed, gone);
+    spdlog::debug("instance destroyed{}", Fields()
                                              .Add("gpu", key.gpu_uuid)
                                              .Add("profile", copy.profile)
                                              .Add("placement", key.placement)
@@ -322,7 +455,7 @@ Status Manager::DestroyInstance(const store::RecordKey& key) {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = instances_.find(key);
     if (it != instances_.end() && it->second.state != InstanceState::kError) {
-      Status ts = TransitionLocked(it->second, InstanceState::kError);
+      Status ts = TransitionLocked(it->second, InstanceState::kError, EventReason::kDestroyFailed);
       if (!ts.ok()) return ts;
     }
     ++counters_.destroy_failures;
@@ -353,7 +486,8 @@ Status Manager::CreateInstance(const store::RecordKey& key, const store::Owner& 
   auto drop_placeholder = [&]() {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = instances_.find(key);
-    if (it != instances_.end() && TransitionLocked(it->second, InstanceState::kNone).ok()) {
+    if (it != instances_.end() &&
+        TransitionLocked(it->second, InstanceState::kNone, EventReason::kRollback).ok()) {
       instances_.erase(it);
     }
   };
@@ -420,7 +554,7 @@ Status Manager::CreateInstance(const store::RecordKey& key, const store::Owner& 
     Status ds = DestroyInstance(key);
     return s.WithContext("publishing " + ci->mig_uuid.value());
   }
-  spdlog::info("instance created{}", Fields()
+  spdlog::debug("instance created{}", Fields()
                                          .Add("gpu", key.gpu_uuid)
                                          .Add("gi", gi->id)
                                          .Add("ci", ci->id)
@@ -432,6 +566,33 @@ Status Manager::CreateInstance(const store::RecordKey& key, const store::Owner& 
 }
 
 StatusOr<Allocation> Manager::Allocate(const AllocateRequest& request) {
+  const Clock::MonoPoint start = clock_.MonotonicNow();
+  StatusOr<Allocation> result = AllocateImpl(request);
+  if (options_.listener != nullptr) {
+    AllocationOutcome o;
+    o.request_id = request.request_id;
+    o.code = result.status().code();
+    o.instances = static_cast<uint32_t>(request.instances.size());
+    o.duration = std::chrono::duration_cast<std::chrono::nanoseconds>(clock_.MonotonicNow() - start);
+    if (result.ok()) {
+      o.replayed = result->replayed;
+      if (!result->replayed) {
+        o.path = AllocationPath::kReuse;
+        for (planner::Stage st : result->stages) {
+          if (st == planner::Stage::kReclaim) {
+            o.path = AllocationPath::kReclaimCreate;
+          } else if (st == planner::Stage::kFree && o.path == AllocationPath::kReuse) {
+            o.path = AllocationPath::kCreate;
+          }
+        }
+      }
+    }
+    options_.listener->OnAllocation(o);
+  }
+  return result;
+}
+
+StatusOr<Allocation> Manager::AllocateImpl(const AllocateRequest& request) {
   if (request.request_id.empty()) return InvalidArgumentError("request id is required");
   if (request.instances.empty()) return InvalidArgumentError("no instance requested");
   if (request.owner.empty()) return InvalidArgumentError("owner is required");
@@ -471,6 +632,10 @@ StatusOr<Allocation> Manager::Allocate(const AllocateRequest& request) {
     if (in_flight_.count(request.request_id) != 0) {
       return AbortedError("request " + request.request_id + " is in flight; retry");
     }
+    if (Status as = CheckAllowlistLocked(request.instances); !as.ok()) {
+      ++counters_.allocation_failures;
+      return as;
+    }
     const int64_t tick = NowTick();
     for (const InstanceSpec& spec : request.instances) demand_.Observe(spec.profile, tick);
     StatusOr<planner::Plan> p = planner_.MakePlan(BuildPlanInputLocked(request.instances));
@@ -498,15 +663,17 @@ StatusOr<Allocation> Manager::Allocate(const AllocateRequest& request) {
       const planner::InstancePlan& ip = plan.instances[i];
       for (const auto& r : ip.reclaim) {
         Instance* inst = FindByUuidLocked(r.key);
-        MIGD_RETURN_IF_ERROR(TransitionLocked(*inst, InstanceState::kReclaiming));
+        inst->reclaim_reason = EventReason::kReclaimPressure;
+        MIGD_RETURN_IF_ERROR(
+            TransitionLocked(*inst, InstanceState::kReclaiming, EventReason::kReclaimPressure));
         reclaims.push_back(inst->key);
       }
       if (ip.stage == planner::Stage::kReuse) {
         Instance* inst = FindByUuidLocked(ip.reuse_key);
         reused.push_back({inst->key, inst->last_used});
-        MIGD_RETURN_IF_ERROR(TransitionLocked(*inst, InstanceState::kActive));
         inst->owner = request.owner;
         inst->request_id = request.request_id;
+        MIGD_RETURN_IF_ERROR(TransitionLocked(*inst, InstanceState::kActive, EventReason::kAllocate));
         keys[i] = inst->key;
       } else {
         const Gpu& gpu = gpus_.at(ip.gpu.value());
@@ -519,7 +686,9 @@ StatusOr<Allocation> Manager::Allocate(const AllocateRequest& request) {
         ph.gpu = ip.gpu;
         ph.profile = ip.profile;
         ph.created_at = clock_.Now();
-        MIGD_RETURN_IF_ERROR(TransitionLocked(ph, InstanceState::kCreating));
+        ph.owner = request.owner;
+        ph.request_id = request.request_id;
+        MIGD_RETURN_IF_ERROR(TransitionLocked(ph, InstanceState::kCreating, EventReason::kAllocate));
         instances_.emplace(key, std::move(ph));
         created.push_back(key);
         keys[i] = key;
@@ -585,7 +754,8 @@ StatusOr<Allocation> Manager::Allocate(const AllocateRequest& request) {
           auto it = instances_.find(k);
           // Not started (CreateInstance cleaned up anything it started).
           if (it != instances_.end() && it->second.state == InstanceState::kCreating &&
-              !it->second.gi_id && TransitionLocked(it->second, InstanceState::kNone).ok()) {
+              !it->second.gi_id &&
+              TransitionLocked(it->second, InstanceState::kNone, EventReason::kRollback).ok()) {
             instances_.erase(it);
           }
         }
@@ -595,11 +765,11 @@ StatusOr<Allocation> Manager::Allocate(const AllocateRequest& request) {
         {
           std::lock_guard<std::mutex> lock(mu_);
           Instance& inst = instances_[r.key];
-          Status ts = TransitionLocked(inst, InstanceState::kIdle);
-          (void)ts;
           inst.owner = store::Owner();
           inst.request_id.clear();
           inst.last_used = r.last_used;
+          Status ts = TransitionLocked(inst, InstanceState::kIdle, EventReason::kRollback);
+          (void)ts;
           copy = inst;
         }
         if (reuse_written.count(r.key) != 0) {
@@ -625,7 +795,7 @@ StatusOr<Allocation> Manager::Allocate(const AllocateRequest& request) {
   a.request_id = request.request_id;
   a.owner = request.owner;
   for (const auto& k : created) {
-    Status ts = TransitionLocked(instances_[k], InstanceState::kActive);
+    Status ts = TransitionLocked(instances_[k], InstanceState::kActive, EventReason::kAllocate);
     (void)ts;
   }
   counters_.reuses += reused.size();
@@ -674,10 +844,10 @@ Status Manager::Release(const std::string& request_id) {
       if (first.ok()) first = s;
       continue;
     }
-    MIGD_RETURN_IF_ERROR(TransitionLocked(inst, InstanceState::kIdle));
     inst.owner = store::Owner();
     inst.request_id.clear();
     inst.last_used = now;
+    MIGD_RETURN_IF_ERROR(TransitionLocked(inst, InstanceState::kIdle, EventReason::kRelease));
     ++counters_.releases;
     auto ait = allocations_.find(request_id);
     if (ait != allocations_.end()) {
@@ -750,7 +920,9 @@ StatusOr<ReclaimResult> Manager::Reclaim(const ReclaimFilter& filter) {
       if (inst.state != InstanceState::kIdle || inst.busy) continue;
       if (filter.gpu && inst.gpu != *filter.gpu) continue;
       if (filter.profile && inst.profile != *filter.profile) continue;
-      MIGD_RETURN_IF_ERROR(TransitionLocked(inst, InstanceState::kReclaiming));
+      inst.reclaim_reason = EventReason::kReclaimOperator;
+      MIGD_RETURN_IF_ERROR(
+          TransitionLocked(inst, InstanceState::kReclaiming, EventReason::kReclaimOperator));
       keys.push_back(k);
     }
   }
@@ -786,6 +958,7 @@ ManagerSnapshot Manager::List() const {
 StatusOr<planner::Plan> Manager::Plan(const std::vector<InstanceSpec>& instances) const {
   if (instances.empty()) return InvalidArgumentError("no instance requested");
   std::lock_guard<std::mutex> lock(mu_);
+  MIGD_RETURN_IF_ERROR(CheckAllowlistLocked(instances));
   return planner_.MakePlan(BuildPlanInputLocked(instances));
 }
 

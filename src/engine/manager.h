@@ -56,7 +56,9 @@
 #include "base/ids.h"
 #include "base/status.h"
 #include "driver/gpu_driver.h"
+#include "engine/events.h"
 #include "engine/instance_observer.h"
+#include "engine/instance_view.h"
 #include "engine/instance_state.h"
 #include "engine/owner_source.h"
 #include "mig/catalog.h"
@@ -65,6 +67,15 @@
 #include "store/record_store.h"
 
 namespace migd::engine {
+
+// The settings that may change while the Manager runs (SIGHUP reload).
+struct ManagerPolicy {
+  std::optional<Clock::Duration> idle_ttl;
+  std::optional<uint32_t> max_idle_per_gpu;
+  std::map<std::string, uint32_t> warm_pool;
+  std::set<std::string> profile_allowlist;
+  friend bool operator==(const ManagerPolicy&, const ManagerPolicy&) = default;
+};
 
 struct ManagerOptions {
   // Boot id of this boot; records of other boots are discarded at startup.
@@ -87,6 +98,14 @@ struct ManagerOptions {
   int64_t demand_half_life_seconds = 3600;
   // Period of the reconciler thread (StartReconciler).
   Clock::Duration reconcile_interval = std::chrono::seconds(30);
+  // migProfileAllowlist: profile names (canonical or alias) that Allocate
+  // may hand out; empty = all. A request for another profile fails with
+  // kPermissionDenied naming the profile and the list. Existing instances of
+  // other profiles are untouched (and still reclaimable).
+  std::set<std::string> profile_allowlist;
+  // Optional listener (events, allocation outcomes, reclaims); not owned,
+  // must outlive the Manager. See engine/events.h.
+  EngineListener* listener = nullptr;
 };
 
 // One requested instance; see planner::InstanceRequest.
@@ -102,20 +121,6 @@ struct AllocateRequest {
   std::vector<InstanceSpec> instances;  // non-empty; all or nothing
 };
 
-struct InstanceView {
-  InstanceState state = InstanceState::kNone;
-  GpuIndex gpu;
-  GpuUuid gpu_uuid;
-  GiProfileId profile_id;
-  std::string profile;
-  mig::Placement placement;
-  NvmlGiId gi_id;
-  NvmlCiId ci_id;
-  MigUuid mig_uuid;
-  store::Owner owner;
-  std::string request_id;
-  std::optional<Clock::TimePoint> last_used;
-};
 
 struct ForeignInstance {
   GpuIndex gpu;
@@ -239,6 +244,9 @@ class Manager {
   StatusOr<ReclaimResult> Reclaim(const ReclaimFilter& filter);
 
   ManagerSnapshot List() const;
+  // Every GPU found at startup (MIG enabled or not), by index. Fixed after
+  // Create.
+  std::vector<GpuView> Gpus() const;
 
   // Dry run: the plan Allocate would execute now (no state change, demand
   // mix not updated).
@@ -253,6 +261,13 @@ class Manager {
   void StopReconciler();
 
   ManagerCounters counters() const;
+
+  // Replaces the reloadable settings (ManagerOptions fields of the same
+  // names). kInvalidArgument (nothing changed) for an unknown warm-pool or
+  // allowlist profile or a non-positive TTL. Takes effect from the next
+  // Allocate / reconcile pass; nothing is destroyed by the call itself.
+  Status SetPolicy(const ManagerPolicy& policy);
+  ManagerPolicy policy() const;
   const RecoverySummary& recovery_summary() const { return recovery_; }
   // The placement table built from NVML for `gpu`; nullptr if unknown.
   const mig::GpuModel* ModelOf(GpuIndex gpu) const;
@@ -280,6 +295,9 @@ class Manager {
     Clock::TimePoint created_at{};
     bool busy = false;  // a release is writing its record
     bool published = false;
+    // Why it entered Reclaiming (pressure, TTL, cap, operator); reported to
+    // the listener once the destroy succeeds.
+    std::optional<EventReason> reclaim_reason;
   };
   struct AllocationEntry {
     store::Owner owner;
@@ -291,8 +309,13 @@ class Manager {
 
   Status Recover(OwnerSource& owners);
 
-  // REQUIRES: mu_ held.
-  Status TransitionLocked(Instance& inst, InstanceState to);
+  // REQUIRES: mu_ held. Changes the state (CanTransition), logs one line and
+  // emits one InstanceEvent.
+  Status TransitionLocked(Instance& inst, InstanceState to, EventReason reason);
+  void EmitLocked(InstanceState from, const Instance& inst, EventReason reason);
+  // kPermissionDenied when a spec names a profile outside the allowlist.
+  Status CheckAllowlistLocked(const std::vector<InstanceSpec>& specs) const;
+  StatusOr<Allocation> AllocateImpl(const AllocateRequest& request);
   planner::PlanInput BuildPlanInputLocked(const std::vector<InstanceSpec>& specs) const;
   InstanceView ViewLocked(const Instance& inst) const;
   Instance* FindByUuidLocked(const std::string& uuid);
@@ -331,6 +354,7 @@ class Manager {
   InstanceObserver& observer_;
   std::map<uint32_t, Gpu> gpus_;  // by GPU index; fixed after recovery
   std::map<std::string, uint32_t> gpu_by_uuid_;
+  std::vector<driver::GpuInfo> all_gpus_;  // every GPU NVML lists; fixed after recovery
   RecoverySummary recovery_;
 
   mutable std::mutex mu_;
@@ -341,6 +365,8 @@ class Manager {
   planner::DemandMix demand_;  // GUARDED_BY(mu_)
   ManagerCounters counters_;  // GUARDED_BY(mu_)
   uint64_t creating_seq_ = 0;  // GUARDED_BY(mu_)
+  uint64_t event_seq_ = 0;  // GUARDED_BY(mu_)
+  ManagerPolicy policy_;  // GUARDED_BY(mu_)
 
   std::mutex reconcile_mu_;  // one ReconcileOnce at a time
   std::mutex thread_mu_;

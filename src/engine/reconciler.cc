@@ -45,7 +45,8 @@ StatusOr<ReconcileReport> Manager::ReconcileOnce() {
   }
 
   // 3. Idle TTL (the warm pool's minimum is kept).
-  if (options_.idle_ttl) {
+  const ManagerPolicy policy = this->policy();
+  if (policy.idle_ttl) {
     std::vector<store::RecordKey> keys;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -63,11 +64,14 @@ StatusOr<ReconcileReport> Manager::ReconcileOnce() {
       });
       for (Instance* inst : idle) {
         const Clock::TimePoint last = inst->last_used.value_or(Clock::TimePoint{});
-        if (now - last < *options_.idle_ttl) continue;
-        auto wp = options_.warm_pool.find(inst->profile);
+        if (now - last < *policy.idle_ttl) continue;
+        auto wp = policy.warm_pool.find(inst->profile);
         uint32_t& have = idle_by_profile[inst->profile];
-        if (wp != options_.warm_pool.end() && have <= wp->second) continue;
-        if (!TransitionLocked(*inst, InstanceState::kReclaiming).ok()) continue;
+        if (wp != policy.warm_pool.end() && have <= wp->second) continue;
+        if (!TransitionLocked(*inst, InstanceState::kReclaiming, EventReason::kReclaimTtl).ok()) {
+          continue;
+        }
+        inst->reclaim_reason = EventReason::kReclaimTtl;
         --have;
         keys.push_back(inst->key);
       }
@@ -80,7 +84,7 @@ StatusOr<ReconcileReport> Manager::ReconcileOnce() {
   }
 
   // 4. Per-GPU idle cap, least recently used first.
-  if (options_.max_idle_per_gpu) {
+  if (policy.max_idle_per_gpu) {
     std::vector<store::RecordKey> keys;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -91,13 +95,15 @@ StatusOr<ReconcileReport> Manager::ReconcileOnce() {
         }
       }
       for (auto& [g, list] : idle) {
-        if (list.size() <= *options_.max_idle_per_gpu) continue;
+        if (list.size() <= *policy.max_idle_per_gpu) continue;
         std::sort(list.begin(), list.end(), [](const Instance* a, const Instance* b) {
           return std::tie(a->last_used, a->key) < std::tie(b->last_used, b->key);
         });
-        const size_t excess = list.size() - *options_.max_idle_per_gpu;
+        const size_t excess = list.size() - *policy.max_idle_per_gpu;
         for (size_t i = 0; i < excess; ++i) {
-          if (TransitionLocked(*list[i], InstanceState::kReclaiming).ok()) {
+          if (TransitionLocked(*list[i], InstanceState::kReclaiming, EventReason::kReclaimCap)
+                  .ok()) {
+            list[i]->reclaim_reason = EventReason::kReclaimCap;
             keys.push_back(list[i]->key);
           }
         }
@@ -195,9 +201,9 @@ Status Manager::DetectDrift(ReconcileReport& report) {
       auto it = instances_.find(k);
       if (it == instances_.end() || it->second.state != InstanceState::kIdle) continue;
       // Idle -> Reclaiming -> Deleting -> (none): the instance is already gone.
-      if (!TransitionLocked(it->second, InstanceState::kReclaiming).ok() ||
-          !TransitionLocked(it->second, InstanceState::kDeleting).ok() ||
-          !TransitionLocked(it->second, InstanceState::kNone).ok()) {
+      if (!TransitionLocked(it->second, InstanceState::kReclaiming, EventReason::kDrift).ok() ||
+          !TransitionLocked(it->second, InstanceState::kDeleting, EventReason::kDrift).ok() ||
+          !TransitionLocked(it->second, InstanceState::kNone, EventReason::kDrift).ok()) {
         continue;
       }
       instances_.erase(it);
@@ -209,7 +215,8 @@ Status Manager::DetectDrift(ReconcileReport& report) {
 }
 
 void Manager::WarmPool(ReconcileReport& report) {
-  for (const auto& [profile, target] : options_.warm_pool) {
+  const std::map<std::string, uint32_t> pool = policy().warm_pool;
+  for (const auto& [profile, target] : pool) {
     for (uint32_t attempt = 0; attempt < target; ++attempt) {
       store::RecordKey key;
       {
@@ -239,7 +246,7 @@ void Manager::WarmPool(ReconcileReport& report) {
         ph.gpu = ip.gpu;
         ph.profile = ip.profile;
         ph.created_at = clock_.Now();
-        if (!TransitionLocked(ph, InstanceState::kCreating).ok()) break;
+        if (!TransitionLocked(ph, InstanceState::kCreating, EventReason::kWarmPool).ok()) break;
         instances_.emplace(key, std::move(ph));
       }
       Status s;
@@ -255,8 +262,8 @@ void Manager::WarmPool(ReconcileReport& report) {
       auto it = instances_.find(key);
       if (it != instances_.end()) {
         // Creating -> Active -> Idle: created for nobody, released at once.
-        Status a = TransitionLocked(it->second, InstanceState::kActive);
-        Status b = TransitionLocked(it->second, InstanceState::kIdle);
+        Status a = TransitionLocked(it->second, InstanceState::kActive, EventReason::kWarmPool);
+        Status b = TransitionLocked(it->second, InstanceState::kIdle, EventReason::kWarmPool);
         (void)a;
         (void)b;
       }

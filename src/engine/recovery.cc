@@ -43,6 +43,7 @@ Status Manager::Recover(OwnerSource& owners) {
   // 1-2. GPUs, their NVML tables and live layouts (one session, opened by
   // the caller).
   MIGD_ASSIGN_OR_RETURN(std::vector<driver::GpuInfo> infos, driver_.ListGpus());
+  all_gpus_ = infos;
   std::map<uint32_t, std::vector<driver::GpuInstanceInfo>> live;
   for (const driver::GpuInfo& g : infos) {
     if (!g.mig.supported || g.mig.current != driver::MigMode::kEnabled) {
@@ -414,7 +415,10 @@ Status Manager::Recover(OwnerSource& owners) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto* list : {&restore, &rewrite, &destroy}) {
-      for (const Instance& i : *list) instances_[i.key] = i;
+      for (const Instance& i : *list) {
+        instances_[i.key] = i;
+        EmitLocked(InstanceState::kNone, i, EventReason::kRecovery);
+      }
     }
     for (auto& [g, list] : foreign) gpus_.at(g).foreign = std::move(list);
   }

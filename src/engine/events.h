@@ -1,0 +1,114 @@
+// File: engine/events.h
+//
+// EngineListener: how the API (Watch), metrics and logs follow the Manager.
+//
+//   OnInstanceEvent  every state change of a tracked instance (one per
+//                    transition, in order), plus kNone -> state for instances
+//                    loaded by recovery (reason "recovery") and state -> kNone
+//                    when an instance leaves the registry (reason "destroy").
+//   OnAllocation     once per Allocate call, after it returns.
+//   OnReclaim        once per destroyed Idle instance, by why it was chosen.
+//
+// Thread-safety: implementations must be thread-safe and must not call back
+// into the Manager. OnInstanceEvent is called with the Manager's registry lock
+// held (that is what keeps events in transition order): it must only copy the
+// event into its own queue and return.
+#ifndef MIGD_ENGINE_EVENTS_H_
+#define MIGD_ENGINE_EVENTS_H_
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/status.h"
+#include "engine/instance_state.h"
+#include "engine/instance_view.h"
+
+namespace migd::engine {
+
+// Why a state change happened. Names (EventReasonName) are stable: they are
+// label values and Watch's InstanceEvent.reason.
+enum class EventReason {
+  kAllocate,         // Creating/Idle -> Active, (none) -> Creating
+  kRelease,          // Active -> Idle
+  kReclaimPressure,  // Idle -> Reclaiming/Deleting/(none): a plan needed the space
+  kReclaimTtl,       // ... idle TTL expired
+  kReclaimCap,       // ... per-GPU idle cap
+  kReclaimOperator,  // ... Reclaim RPC / migctl reclaim
+  kRollback,         // a failed allocation undid this instance
+  kDestroy,          // destroyed (Deleting/Creating/Error -> (none))
+  kDestroyFailed,    // NVML refused the destroy (-> Error)
+  kErrorRetry,       // the reconciler retries an Error instance
+  kDrift,            // the hardware changed under migd (instance vanished)
+  kWarmPool,         // created Idle for the warm pool
+  kRecovery,         // loaded at startup
+};
+
+// "allocate", "release", "reclaim-pressure", "reclaim-ttl", "reclaim-cap",
+// "reclaim-operator", "rollback", "destroy", "destroy-failed", "error-retry",
+// "drift", "warm-pool", "recovery".
+std::string_view EventReasonName(EventReason reason);
+
+struct InstanceEvent {
+  uint64_t sequence = 0;  // strictly increasing per Manager, from 1
+  Clock::TimePoint time{};  // wall clock (Clock::Now)
+  InstanceState from = InstanceState::kNone;
+  InstanceState to = InstanceState::kNone;
+  EventReason reason = EventReason::kAllocate;
+  InstanceView instance;  // after the change (state == to)
+};
+
+// How an Allocate call ended, for metrics.
+enum class AllocationPath {
+  kNone,           // failed before anything was planned, or replayed
+  kReuse,          // every instance reused
+  kCreate,         // at least one created in free space, none after reclaim
+  kReclaimCreate,  // at least one created after reclaiming Idle instances
+};
+std::string_view AllocationPathName(AllocationPath path);  // "none", "reuse", "create", "reclaim_create"
+
+struct AllocationOutcome {
+  std::string request_id;
+  StatusCode code = StatusCode::kOk;
+  AllocationPath path = AllocationPath::kNone;
+  bool replayed = false;
+  uint32_t instances = 0;
+  // Monotonic time spent inside Manager::Allocate (planning, NVML, records,
+  // CDI publication).
+  std::chrono::nanoseconds duration{0};
+};
+
+class EngineListener {
+ public:
+  virtual ~EngineListener() = default;
+  virtual void OnInstanceEvent(const InstanceEvent& event) = 0;
+  virtual void OnAllocation(const AllocationOutcome& outcome) = 0;
+  // `reason` is one of the kReclaim* reasons.
+  virtual void OnReclaim(EventReason reason, const InstanceView& instance) = 0;
+};
+
+// Forwards every call to each added listener, in the order added. Add all
+// listeners before handing the fan-out to the Manager.
+class ListenerFanout final : public EngineListener {
+ public:
+  void Add(EngineListener* listener) { listeners_.push_back(listener); }
+  void OnInstanceEvent(const InstanceEvent& event) override {
+    for (EngineListener* l : listeners_) l->OnInstanceEvent(event);
+  }
+  void OnAllocation(const AllocationOutcome& outcome) override {
+    for (EngineListener* l : listeners_) l->OnAllocation(outcome);
+  }
+  void OnReclaim(EventReason reason, const InstanceView& instance) override {
+    for (EngineListener* l : listeners_) l->OnReclaim(reason, instance);
+  }
+
+ private:
+  std::vector<EngineListener*> listeners_;
+};
+
+}  // namespace migd::engine
+
+#endif  // MIGD_ENGINE_EVENTS_H_

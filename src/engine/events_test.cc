@@ -192,6 +192,7 @@ TEST_F(EventsTest, DestroyFailureEmitsErrorThenRetryCleansIt) {
   faults_->FailNthCall(driver::FaultInjectingDriver::Method::kDestroyGi, 1, UnknownError("NVML_ERROR_UNKNOWN"));
   MIGD_ASSERT_OK_AND_ASSIGN(ReclaimResult r, mgr_->Reclaim({}));
   ASSERT_EQ(r.failed.size(), 1u);
+  EXPECT_EQ(r.failed[0].state, InstanceState::kError);
   EXPECT_THAT(listener_.TakeEvents(),
               ElementsAre("Idle>Reclaiming:reclaim-operator",
                           "Reclaiming>Deleting:reclaim-operator", "Deleting>Error:destroy-failed"));
@@ -253,6 +254,18 @@ TEST_F(EventsTest, GpusListsEveryGpuWithTablesOnlyForMigEnabledOnes) {
   EXPECT_EQ(gpus[1].info.index, GpuIndex(1));
   EXPECT_EQ(gpus[1].model, nullptr);
   EXPECT_FALSE(gpus[1].info.mig.current == driver::MigMode::kEnabled);
+}
+
+TEST_F(EventsTest, ReconcileErrorsAreCounted) {
+  Machine("a100-40gb:1");
+  Start();
+  ENGINE_ASSERT_OK(mgr_->ReconcileOnce());
+  faults_->FailNthCall(driver::FaultInjectingDriver::Method::kListGpuInstances, 1,
+                       UnknownError("NVML_ERROR_UNKNOWN"));
+  EXPECT_FALSE(mgr_->ReconcileOnce().ok());
+  ManagerCounters c = mgr_->counters();
+  EXPECT_EQ(c.reconcile_runs, 2u);
+  EXPECT_EQ(c.reconcile_errors, 1u);
 }
 
 }  // namespace

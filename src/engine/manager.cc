@@ -907,6 +907,12 @@ void Manager::ReclaimKeys(const std::vector<store::RecordKey>& keys, ReclaimResu
         v = ViewLocked(instances_[k]);
       }
       Status s = DestroyInstance(k);
+      if (!s.ok()) {
+        // Report the instance as it is now (Error), not as it was.
+        std::lock_guard<std::mutex> lock(mu_);
+        auto it = instances_.find(k);
+        if (it != instances_.end()) v = ViewLocked(it->second);
+      }
       if (result != nullptr) (s.ok() ? result->destroyed : result->failed).push_back(v);
     }
   }

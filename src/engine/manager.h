@@ -172,6 +172,7 @@ struct ManagerCounters {
   uint64_t drift_foreign_appeared = 0;
   uint64_t drift_foreign_gone = 0;
   uint64_t reconcile_runs = 0;
+  uint64_t reconcile_errors = 0;  // passes that returned an error
 };
 
 struct RecoverySummary {

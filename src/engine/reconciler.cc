@@ -126,6 +126,7 @@ StatusOr<ReconcileReport> Manager::ReconcileOnce() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     ++counters_.reconcile_runs;
+    if (!first.ok()) ++counters_.reconcile_errors;
   }
   if (!first.ok()) return first;
   return report;

@@ -617,10 +617,22 @@ StatusOr<Allocation> Manager::AllocateImpl(const AllocateRequest& request) {
     std::lock_guard<std::mutex> lock(mu_);
     auto prev = allocations_.find(request.request_id);
     if (prev != allocations_.end()) {
-      if (prev->second.owner != request.owner ||
-          prev->second.keys.size() != request.instances.size()) {
-        return AlreadyExistsError("request " + request.request_id +
-                                  " was already used by another allocation");
+      bool same = prev->second.owner == request.owner &&
+                  prev->second.keys.size() == request.instances.size();
+      // The same instances, too: profile (by canonical name), GPU and
+      // placement wherever the request pins them.
+      for (size_t i = 0; same && i < request.instances.size(); ++i) {
+        const InstanceSpec& spec = request.instances[i];
+        const Instance& inst = instances_[prev->second.keys[i]];
+        const mig::GpuModel* model = ModelOf(inst.gpu);
+        same = model != nullptr && Canonical(*model, spec.profile) == inst.profile &&
+               (!spec.gpu || *spec.gpu == inst.gpu) &&
+               (!spec.placement || *spec.placement == inst.key.placement);
+      }
+      if (!same) {
+        return AlreadyExistsError("request id " + request.request_id +
+                                  " was already used by another allocation (different owner "
+                                  "or instances); use a new request id");
       }
       Allocation a;
       a.request_id = request.request_id;

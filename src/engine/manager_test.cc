@@ -249,6 +249,16 @@ TEST_F(ManagerTest, AllocateIsIdempotentByRequestId) {
   other.owner = store::Owner::Opaque("someone-else");
   EXPECT_THAT(mgr_->Allocate(other).status(),
               StatusIs(StatusCode::kAlreadyExists, HasSubstr("r1")));
+  // Same owner and count, another profile / placement: also a different request.
+  EXPECT_THAT(mgr_->Allocate(Req("r1", {Spec("2g.10gb")})).status(),
+              StatusIs(StatusCode::kAlreadyExists, HasSubstr("use a new request id")));
+  const mig::Placement elsewhere{a.instances[0].placement.start == 0 ? 1u : 0u, 1};
+  EXPECT_THAT(mgr_->Allocate(Req("r1", {Spec("1g.5gb", 0, elsewhere)})).status(),
+              StatusIs(StatusCode::kAlreadyExists, HasSubstr("r1")));
+  // An alias or a pin that matches what was allocated is the same request.
+  MIGD_ASSERT_OK_AND_ASSIGN(
+      Allocation c, mgr_->Allocate(Req("r1", {Spec("1g.5gb", 0, a.instances[0].placement)})));
+  EXPECT_TRUE(c.replayed);
 }
 
 TEST_F(ManagerTest, PodOwnerIsRecorded) {

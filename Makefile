@@ -26,7 +26,7 @@ deps:
 # The tests also need Go and the CDI Go library (tests/cdi checks every spec
 # migd writes against the real CDI library).
 deps-test:
-	@scripts/install-deps.sh cdi-check
+	@scripts/install-deps.sh cdi-check metrics-check
 
 configure: deps
 	@cmake --preset default >/dev/null

@@ -8,6 +8,8 @@
 #                                    for the plots of `make bench-placement`)
 #   scripts/install-deps.sh cdi-check  also the optional `cdi-check` group (Go and the
 #                                    CDI Go library 0.5.2, for tests/cdi cdi_library_test)
+#   scripts/install-deps.sh metrics-check  also Debian's prometheus (promtool and the
+#                                    server, for the /metrics conformance tests)
 set -euo pipefail
 
 PACKAGES=(
@@ -15,6 +17,8 @@ PACKAGES=(
   cmake ninja-build g++ make pkg-config
   # libraries
   libspdlog-dev libfmt-dev nlohmann-json3-dev libcli11-dev libyaml-cpp-dev
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
+  libcpp-httplib-dev libsystemd-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
 )
@@ -22,6 +26,9 @@ PACKAGES=(
 # Optional groups, selected by name on the command line.
 BENCH_PACKAGES=(
   gnuplot-nox
+)
+METRICS_CHECK_PACKAGES=(
+  prometheus
 )
 CDI_CHECK_PACKAGES=(
   golang-go golang-github-container-orchestrated-devices-container-device-interface-dev
@@ -31,7 +38,8 @@ for group in "$@"; do
   case "$group" in
     bench) PACKAGES+=("${BENCH_PACKAGES[@]}") ;;
     cdi-check) PACKAGES+=("${CDI_CHECK_PACKAGES[@]}") ;;
-    *) echo "install-deps: unknown group '$group' (known: bench, cdi-check)" >&2; exit 2 ;;
+    metrics-check) PACKAGES+=("${METRICS_CHECK_PACKAGES[@]}") ;;
+    *) echo "install-deps: unknown group '$group' (known: bench, cdi-check, metrics-check)" >&2; exit 2 ;;
   esac
 done
 

@@ -107,6 +107,9 @@ class Publisher {
   }
 
   SpecWriter& writer() { return writer_; }
+  // For metrics: the writer's operation counts and queued removals.
+  std::vector<OperationCount> OperationCounts() const { return writer_.OperationCounts(); }
+  size_t PendingRemovalCount() const { return writer_.PendingRemovals().size(); }
   const SpecBuilder& builder() const { return builder_; }
 
  private:

@@ -4,6 +4,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <functional>
 
@@ -82,6 +84,12 @@ Status SpecWriter::CheckCollision(const std::string& device, const std::string& 
 }
 
 Status SpecWriter::Write(const BuiltSpec& built) {
+  Status s = WriteUncounted(built);
+  CountOperation("write", s);
+  return s;
+}
+
+Status SpecWriter::WriteUncounted(const BuiltSpec& built) {
   MIGD_RETURN_IF_ERROR(ValidateKind(options_.kind, /*allow_dots_in_class=*/true));
   MIGD_RETURN_IF_ERROR(ValidateDeviceName(built.device_name));
   if (built.spec.kind != options_.kind.ToString()) {
@@ -106,6 +114,13 @@ Status SpecWriter::Write(const BuiltSpec& built) {
 
 StatusOr<VerifyResult> SpecWriter::Verify(std::string_view device,
                                           std::string_view expected) const {
+  StatusOr<VerifyResult> r = VerifyUncounted(device, expected);
+  CountOperation("verify", r.ok() ? OkStatus() : r.status());
+  return r;
+}
+
+StatusOr<VerifyResult> SpecWriter::VerifyUncounted(std::string_view device,
+                                                   std::string_view expected) const {
   MIGD_RETURN_IF_ERROR(ValidateDeviceName(device));
   const std::string path = PathFor(device);
   std::lock_guard<std::mutex> name_lock(LockFor(device));
@@ -118,6 +133,12 @@ StatusOr<VerifyResult> SpecWriter::Verify(std::string_view device,
 }
 
 Status SpecWriter::RemoveLocked(const std::string& device) {
+  Status s = RemoveLockedUncounted(device);
+  CountOperation("remove", s);
+  return s;
+}
+
+Status SpecWriter::RemoveLockedUncounted(const std::string& device) {
   const std::string path = PathFor(device);
   StatusOr<EntryKind> kind = Lstat(path);
   Status s;
@@ -149,7 +170,10 @@ Status SpecWriter::RemoveLocked(const std::string& device) {
 }
 
 Status SpecWriter::Remove(std::string_view device) {
-  MIGD_RETURN_IF_ERROR(ValidateDeviceName(device));
+  if (Status v = ValidateDeviceName(device); !v.ok()) {
+    CountOperation("remove", v);
+    return v;
+  }
   const std::string name(device);
   std::lock_guard<std::mutex> name_lock(LockFor(name));
   return RemoveLocked(name);
@@ -170,6 +194,22 @@ Status SpecWriter::RetryPendingRemovals() {
   if (first.ok()) return first;
   const size_t left = PendingRemovals().size();
   return std::move(first).WithContext(std::to_string(left) + " CDI spec removal(s) pending");
+}
+
+void SpecWriter::CountOperation(std::string_view kind, const Status& status) const {
+  std::string result(StatusCodeName(status.code()));
+  std::transform(result.begin(), result.end(), result.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::lock_guard<std::mutex> lock(counts_mu_);
+  ++op_counts_[{std::string(kind), std::move(result)}];
+}
+
+std::vector<OperationCount> SpecWriter::OperationCounts() const {
+  std::lock_guard<std::mutex> lock(counts_mu_);
+  std::vector<OperationCount> out;
+  out.reserve(op_counts_.size());
+  for (const auto& [key, n] : op_counts_) out.push_back({key.first, key.second, n});
+  return out;
 }
 
 std::vector<std::string> SpecWriter::PendingRemovals() const {

@@ -29,11 +29,14 @@
 #define MIGD_CDI_SPEC_WRITER_H_
 
 #include <array>
+#include <cstdint>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -66,6 +69,15 @@ struct SweepReport {
   std::vector<std::string> refused;  // file names of ours that are symlinks/non-regular: untouched
   std::vector<std::string> failed;   // device names whose removal failed: queued for retry
   std::vector<std::string> temp_files_removed;  // stale temp files of a crashed writer
+};
+
+// How many times one kind of operation ended with one result (metrics:
+// migd_cdi_operations_total).
+struct OperationCount {
+  std::string kind;    // "write", "verify", "remove" (retries and sweep removals included)
+  std::string result;  // "ok" or the lower-case status code name, e.g. "failed_precondition"
+  uint64_t count = 0;
+  friend bool operator==(const OperationCount&, const OperationCount&) = default;
 };
 
 class SpecWriter {
@@ -107,6 +119,11 @@ class SpecWriter {
   // Device names whose removal is queued, sorted.
   std::vector<std::string> PendingRemovals() const;
 
+  // Every Write, Verify and removal attempt so far, by kind and result,
+  // sorted by (kind, result). A Verify that finds the file missing or
+  // different counts as "ok" (the check itself succeeded).
+  std::vector<OperationCount> OperationCounts() const;
+
   // Startup sweep: removes every "<vendor>-<class>_<device>.json" in spec_dir
   // whose device is not in `live_devices`, and stale temp files of this kind
   // left by another (crashed) process; never touches other names, symlinks or
@@ -120,12 +137,20 @@ class SpecWriter {
   // kind=device. Unreadable or unparsable files are skipped (the runtime
   // would drop them, not their devices' counterparts).
   Status CheckCollision(const std::string& device, const std::string& own_file) const;
+  // Counts the attempt (kind "remove"), then RemoveLockedUncounted.
   Status RemoveLocked(const std::string& device);
+  Status RemoveLockedUncounted(const std::string& device);
+  Status WriteUncounted(const BuiltSpec& built);
+  StatusOr<VerifyResult> VerifyUncounted(std::string_view device, std::string_view expected) const;
+  void CountOperation(std::string_view kind, const Status& status) const;
 
   const WriterOptions options_;
   mutable std::array<std::mutex, 32> name_locks_;
   mutable std::mutex mu_;
   std::set<std::string> pending_removals_;  // GUARDED_BY(mu_)
+  mutable std::mutex counts_mu_;
+  // (kind, result) -> count.
+  mutable std::map<std::pair<std::string, std::string>, uint64_t> op_counts_;  // GUARDED_BY(counts_mu_)
 };
 
 }  // namespace migd::cdi

@@ -1,7 +1,8 @@
 // End-to-end tests of the real `migctl` binary against the simulated NVML
 // library: `probe` over every model of the catalogue (read-only, matching the
 // catalogue, exactly one nvmlInit_v2/nvmlShutdown per process), its error
-// exits, and `sim-stats`.
+// exits, `sim-stats`, and the client subcommands' errors without a migd (the
+// client against a real migd: tests/daemon/).
 #include <set>
 #include <string>
 #include <vector>
@@ -160,6 +161,40 @@ TEST_F(MigctlTest, SimStatsPrintsTheCountersOfTheStateFile) {
   const CommandResult table = Migctl({"sim-stats", "--state", state_}, env);
   EXPECT_THAT(table.out, HasSubstr("nvmlShutdown"));
   EXPECT_EQ(Migctl({"sim-stats", "--state", dir_.Join("missing.json")}, env).exit_code, 2);
+}
+
+// The client subcommands of the real binary without a migd: MIGD_SOCKET is
+// honoured, --socket overrides it, and the message says what to do.
+TEST_F(MigctlTest, ClientCommandsWithoutMigdExitTwoAndSayWhatToDo) {
+  auto env = SimEnv("a100-40gb:1");
+  const std::string socket = dir_.Join("absent.sock");
+  env["MIGD_SOCKET"] = socket;
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"status"},
+                                             {"list", "-o", "json"},
+                                             {"allocate", "--id", "r", "--owner", "o", "1g.5gb"},
+                                             {"release", "--id", "r"},
+                                             {"plan", "1g.5gb"},
+                                             {"reclaim"}}) {
+    const CommandResult r = Migctl(args, env);
+    EXPECT_EQ(r.exit_code, 2) << args[0] << ": " << r.err;
+    EXPECT_THAT(r.err, HasSubstr("migctl " + args[0] + ": cannot reach migd at " + socket +
+                                 ": no such socket; is migd running?"));
+    EXPECT_THAT(r.err, HasSubstr("MIGD_SOCKET"));
+    EXPECT_EQ(r.out, "");
+  }
+  const std::string other = dir_.Join("other.sock");
+  const CommandResult r = Migctl({"list", "--socket", other}, env);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("cannot reach migd at " + other));
+}
+
+TEST_F(MigctlTest, ProbeYamlCarriesTheJsonFields) {
+  const CommandResult r = Migctl({"probe", "--nvml-library", MIGD_SIM_LIBRARY, "-o", "yaml"},
+                                 SimEnv("a30-24gb:1"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("gpus:"));
+  EXPECT_THAT(r.out, HasSubstr("\"NVIDIA A30\""));
 }
 
 }  // namespace

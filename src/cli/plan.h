@@ -21,11 +21,10 @@
 #include <ostream>
 #include <string>
 
+#include "cli/exit_codes.h"
 #include "planner/planner.h"
 
 namespace migd::cli {
-
-inline constexpr int kExitNoPlan = 4;
 
 struct PlanOptions {
   std::string layout_file;  // required

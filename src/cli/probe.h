@@ -26,16 +26,12 @@
 
 #include "base/status.h"
 #include "cli/catalog_compare.h"
+#include "cli/exit_codes.h"
 #include "driver/gpu_driver.h"
 #include "driver/nvml/nvml_driver.h"
 #include "driver/nvml/nvml_library.h"
 
 namespace migd::cli {
-
-inline constexpr int kExitOk = 0;
-inline constexpr int kExitUsage = 1;
-inline constexpr int kExitNvmlUnavailable = 2;
-inline constexpr int kExitCatalogMismatch = 3;
 
 struct ProbeGpu {
   driver::GpuInfo info;

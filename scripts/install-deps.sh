@@ -18,7 +18,7 @@ PACKAGES=(
   # libraries
   libspdlog-dev libfmt-dev nlohmann-json3-dev libcli11-dev libyaml-cpp-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
-  libcpp-httplib-dev libsystemd-dev
+  libcpp-httplib-dev libsystemd-dev libcurl4-openssl-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
 )

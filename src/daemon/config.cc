@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <set>
 
@@ -50,6 +51,17 @@ const std::vector<std::string>& Keys() {
       "migProfileAllowlist",
       "log",
       "log.level",
+      "kubernetes",
+      "kubernetes.enabled",
+      "kubernetes.nodeName",
+      "kubernetes.kubeletDir",
+      "kubernetes.resourceName",
+      "kubernetes.apiServer",
+      "kubernetes.apiServer.inCluster",
+      "kubernetes.apiServer.kubeconfig",
+      "kubernetes.hami",
+      "recovery",
+      "recovery.ownerSource",
   };
   return *kKeys;
 }
@@ -306,7 +318,9 @@ class Parser {
   std::vector<std::string> ChildrenOf(const std::string& section) const {
     std::vector<std::string> out;
     for (const std::string& k : Keys()) {
-      if (k.rfind(section + ".", 0) == 0) out.push_back(k.substr(section.size() + 1));
+      if (k.rfind(section + ".", 0) != 0) continue;
+      const std::string child = k.substr(section.size() + 1);
+      if (child.find('.') == std::string::npos) out.push_back(child);  // direct children only
     }
     return out;
   }
@@ -356,6 +370,24 @@ class Parser {
         MIGD_ASSIGN_OR_RETURN(c->lifecycle.demand_half_life, DurationOf(v, path));
       } else if (path == "log.level") {
         MIGD_ASSIGN_OR_RETURN(c->log.level, String(v, path));
+      } else if (path == "kubernetes.enabled") {
+        MIGD_ASSIGN_OR_RETURN(c->kubernetes.enabled, Bool(v, path));
+      } else if (path == "kubernetes.nodeName") {
+        MIGD_ASSIGN_OR_RETURN(c->kubernetes.node_name, String(v, path));
+      } else if (path == "kubernetes.kubeletDir") {
+        MIGD_ASSIGN_OR_RETURN(c->kubernetes.kubelet_dir, String(v, path));
+      } else if (path == "kubernetes.resourceName") {
+        MIGD_ASSIGN_OR_RETURN(c->kubernetes.resource_name, String(v, path));
+      } else if (path == "kubernetes.apiServer") {
+        MIGD_RETURN_IF_ERROR(ParseSection(path, v, c));
+      } else if (path == "kubernetes.apiServer.inCluster") {
+        MIGD_ASSIGN_OR_RETURN(c->kubernetes.api_server.in_cluster, Bool(v, path));
+      } else if (path == "kubernetes.apiServer.kubeconfig") {
+        MIGD_ASSIGN_OR_RETURN(c->kubernetes.api_server.kubeconfig, String(v, path));
+      } else if (path == "kubernetes.hami") {
+        MIGD_ASSIGN_OR_RETURN(c->kubernetes.hami, Bool(v, path));
+      } else if (path == "recovery.ownerSource") {
+        MIGD_ASSIGN_OR_RETURN(c->recovery.owner_source, String(v, path));
       } else {
         return InternalError("config key " + path + " has no parser");
       }
@@ -395,6 +427,98 @@ Status CheckRange(const std::string& source, const std::string& path, Duration d
   return InvalidArgumentError("config " + source + ": " + path + ": " + FormatDuration(d) +
                               " is out of range (" + (zero_ok ? "0 or " : "") +
                               FormatDuration(min) + ".." + FormatDuration(max) + ")");
+}
+
+// A DNS-1123 subdomain: lower-case alphanumerics, '-' and '.', at most 253
+// characters, starting and ending alphanumeric (node names, resource domains).
+bool IsDnsSubdomain(std::string_view s) {
+  if (s.empty() || s.size() > 253) return false;
+  auto alnum = [](char ch) { return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9'); };
+  if (!alnum(s.front()) || !alnum(s.back())) return false;
+  return std::all_of(s.begin(), s.end(),
+                     [&](char ch) { return alnum(ch) || ch == '-' || ch == '.'; });
+}
+
+// An extended resource name as kubelet's Register accepts it
+// (kubelet-apis.md §1.4): "<domain>/<name>", domain a DNS subdomain outside
+// kubernetes.io, name a qualified-name part (<= 63 chars).
+bool IsExtendedResourceName(std::string_view s, std::string* why) {
+  const size_t slash = s.find('/');
+  if (slash == std::string_view::npos || s.find('/', slash + 1) != std::string_view::npos) {
+    *why = "is not of the form <domain>/<name>";
+    return false;
+  }
+  const std::string_view domain = s.substr(0, slash), name = s.substr(slash + 1);
+  if (!IsDnsSubdomain(domain)) {
+    *why = "has a domain that is not a DNS name";
+    return false;
+  }
+  if (domain == "kubernetes.io" || domain.ends_with(".kubernetes.io")) {
+    *why = "is in the kubernetes.io namespace, which kubelet reserves";
+    return false;
+  }
+  auto alnum = [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) != 0; };
+  if (name.empty() || name.size() > 63 || !alnum(name.front()) || !alnum(name.back()) ||
+      !std::all_of(name.begin(), name.end(),
+                   [&](char ch) { return alnum(ch) || ch == '-' || ch == '_' || ch == '.'; })) {
+    *why = "has a name part that is not 1..63 letters, digits, '-', '_' or '.'";
+    return false;
+  }
+  return true;
+}
+
+template <typename Err>
+Status ValidateKubernetes(const Config& c, const Err& err) {
+  const KubernetesConfig& k = c.kubernetes;
+  const std::string& source_of = c.recovery.owner_source;
+  if (source_of != "records" && source_of != "podresources" && source_of != "hami") {
+    return err("recovery.ownerSource",
+               Quote(source_of) + " is not an owner source (use records, podresources or hami)");
+  }
+  if (k.kubelet_dir.empty() || k.kubelet_dir.front() != '/') {
+    return err("kubernetes.kubeletDir", Quote(k.kubelet_dir) + " must be an absolute path");
+  }
+  // <kubeletDir>/pod-resources/kubelet.sock and device-plugins/kubelet.sock
+  // must fit in sun_path.
+  const size_t longest = k.kubelet_dir.size() + std::string("/device-plugins/kubelet.sock").size();
+  if (longest >= sizeof(sockaddr_un{}.sun_path)) {
+    return err("kubernetes.kubeletDir", Quote(k.kubelet_dir) +
+                                            " is too long: kubelet's sockets below it would not "
+                                            "fit in a unix socket path");
+  }
+  if (std::string why; !IsExtendedResourceName(k.resource_name, &why)) {
+    return err("kubernetes.resourceName",
+               Quote(k.resource_name) + " " + why + " (use e.g. nvidia.com/gpu)");
+  }
+  if (!k.node_name.empty() && !IsDnsSubdomain(k.node_name)) {
+    return err("kubernetes.nodeName", Quote(k.node_name) + " is not a Kubernetes node name");
+  }
+  if (k.api_server.in_cluster && !k.api_server.kubeconfig.empty()) {
+    return err("kubernetes.apiServer.kubeconfig",
+               "set together with inCluster: true; choose one (inCluster: false to use the "
+               "kubeconfig)");
+  }
+  if (!k.api_server.kubeconfig.empty() && k.api_server.kubeconfig.front() != '/') {
+    return err("kubernetes.apiServer.kubeconfig",
+               Quote(k.api_server.kubeconfig) + " must be an absolute path");
+  }
+  if (!k.api_server.in_cluster && k.api_server.kubeconfig.empty() &&
+      (k.enabled || source_of == "hami")) {
+    return err("kubernetes.apiServer",
+               "inCluster: false needs a kubeconfig (kubernetes.apiServer.kubeconfig)");
+  }
+  if ((k.enabled || source_of == "hami") && k.node_name.empty()) {
+    return err("kubernetes.nodeName",
+               std::string("is empty and NODE_NAME is not set; ") +
+                   (k.enabled ? "kubernetes.enabled" : "recovery.ownerSource: hami") +
+                   " needs this node's name (set it, or NODE_NAME from the downward API "
+                   "spec.nodeName)");
+  }
+  if (k.enabled && !k.hami) {
+    return err("kubernetes.hami",
+               "false is not supported yet: HAMi protocol mode is migd's only Kubernetes mode");
+  }
+  return OkStatus();
 }
 
 }  // namespace
@@ -564,7 +688,7 @@ Status ValidateConfig(const Config& c, std::string_view source_view) {
                                 " is not a log level (use trace, debug, info, warn, error, "
                                 "critical or off)");
   }
-  return OkStatus();
+  return ValidateKubernetes(c, err);
 }
 
 StatusOr<Config> ParseConfig(std::string_view yaml, std::string_view source_view) {
@@ -580,6 +704,11 @@ StatusOr<Config> ParseConfig(std::string_view yaml, std::string_view source_view
   Config config;
   try {
     MIGD_RETURN_IF_ERROR(Parser(source).Parse(root, &config));
+    if (config.kubernetes.node_name.empty()) {
+      if (const char* node = std::getenv("NODE_NAME"); node != nullptr) {
+        config.kubernetes.node_name = node;
+      }
+    }
   } catch (const std::exception& e) {
     // yaml-cpp throws on malformed trees it accepted lazily; never let it out.
     return InvalidArgumentError("config " + source + ": " + e.what());
@@ -625,6 +754,16 @@ ConfigDiff DiffConfigs(const Config& a, const Config& b) {
         "adoptExistingMIGInstances", false);
   check(a.mig_profile_allowlist != b.mig_profile_allowlist, "migProfileAllowlist", true);
   check(a.log.level != b.log.level, "log.level", true);
+  check(a.kubernetes.enabled != b.kubernetes.enabled, "kubernetes.enabled", false);
+  check(a.kubernetes.node_name != b.kubernetes.node_name, "kubernetes.nodeName", false);
+  check(a.kubernetes.kubelet_dir != b.kubernetes.kubelet_dir, "kubernetes.kubeletDir", false);
+  check(a.kubernetes.resource_name != b.kubernetes.resource_name, "kubernetes.resourceName", false);
+  check(a.kubernetes.api_server.in_cluster != b.kubernetes.api_server.in_cluster,
+        "kubernetes.apiServer.inCluster", false);
+  check(a.kubernetes.api_server.kubeconfig != b.kubernetes.api_server.kubeconfig,
+        "kubernetes.apiServer.kubeconfig", false);
+  check(a.kubernetes.hami != b.kubernetes.hami, "kubernetes.hami", false);
+  check(a.recovery.owner_source != b.recovery.owner_source, "recovery.ownerSource", false);
   return d;
 }
 

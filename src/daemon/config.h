@@ -83,6 +83,34 @@ struct LogConfig {
   friend bool operator==(const LogConfig&, const LogConfig&) = default;
 };
 
+// kubernetes.apiServer: how migd reaches the API server (HAMi protocol mode,
+// the pod watcher, recovery.ownerSource: hami).
+struct ApiServerConfig {
+  bool in_cluster = true;  // the pod's service account (token, CA, KUBERNETES_SERVICE_*)
+  std::string kubeconfig;  // absolute path; only with inCluster: false
+  friend bool operator==(const ApiServerConfig&, const ApiServerConfig&) = default;
+};
+
+// The `kubernetes:` section (docs/kubernetes.md).
+struct KubernetesConfig {
+  bool enabled = false;                          // serve the kubelet device plugin
+  std::string node_name;                         // kubernetes.nodeName; "" in the file = $NODE_NAME
+  std::string kubelet_dir = "/var/lib/kubelet";  // device-plugins/ and pod-resources/ below it
+  std::string resource_name = "nvidia.com/gpu";  // the extended resource advertised
+  ApiServerConfig api_server;
+  bool hami = true;  // HAMi protocol mode (the only mode so far)
+  friend bool operator==(const KubernetesConfig&, const KubernetesConfig&) = default;
+};
+
+// The `recovery:` section: where startup learns which instances are in use
+// (engine/owner_source.h, DESIGN.md §4).
+struct RecoveryConfig {
+  // "records" (migd's own records), "podresources" (kubelet's PodResources
+  // List joined with the records), "hami" (HAMi pod annotations).
+  std::string owner_source = "records";
+  friend bool operator==(const RecoveryConfig&, const RecoveryConfig&) = default;
+};
+
 struct Config {
   std::string state_dir = "/var/lib/migd";
   ApiConfig api;
@@ -93,11 +121,15 @@ struct Config {
   bool adopt_existing_mig_instances = false;
   std::vector<std::string> mig_profile_allowlist;  // empty = every profile
   LogConfig log;
+  KubernetesConfig kubernetes;
+  RecoveryConfig recovery;
   friend bool operator==(const Config&, const Config&) = default;
 };
 
 // Parses `yaml` (the content of the file called `source` in messages) over
 // the defaults. kInvalidArgument as described in the file comment.
+// kubernetes.nodeName left empty takes the NODE_NAME environment variable
+// (the downward API in a DaemonSet), read here.
 StatusOr<Config> ParseConfig(std::string_view yaml, std::string_view source);
 
 // Reads and parses `path`. kNotFound / kPermissionDenied (with the path) if
@@ -106,7 +138,10 @@ StatusOr<Config> LoadConfigFile(const std::string& path);
 
 // Checks the invariants ParseConfig enforces on a Config built or changed in
 // code (command-line overrides): absolute paths, socket path length, listen
-// address, log level, CDI vendor/class. kInvalidArgument naming the key, with
+// address, log level, CDI vendor/class, the kubernetes/recovery keys (a
+// resource name of the form domain/name outside kubernetes.io, a node name
+// when kubernetes.enabled or recovery.ownerSource: hami needs one, inCluster
+// and kubeconfig not both, a known owner source). kInvalidArgument naming the key, with
 // `source` as ParseConfig's.
 Status ValidateConfig(const Config& config, std::string_view source);
 

@@ -17,6 +17,15 @@ using ::testing::IsEmpty;
 
 StatusOr<Config> Parse(const std::string& yaml) { return ParseConfig(yaml, "migd.yaml"); }
 
+// kubernetes.nodeName defaults to $NODE_NAME; the tests control it (a CI pod
+// may have it set).
+class NoNodeNameEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override { ::unsetenv("NODE_NAME"); }
+};
+const ::testing::Environment* const kNoNodeName =
+    ::testing::AddGlobalTestEnvironment(new NoNodeNameEnvironment);
+
 // The full message of a config that must fail.
 std::string ErrorOf(const std::string& yaml) {
   StatusOr<Config> c = Parse(yaml);
@@ -362,9 +371,131 @@ TEST(ConfigTest, KnownKeysCoverEveryDocumentedKey) {
                         "lifecycle.demandHalfLife",
                         "adoptExistingMIGInstances",
                         "migProfileAllowlist",
-                        "log.level"}) {
+                        "log.level",
+                        "kubernetes.enabled",
+                        "kubernetes.nodeName",
+                        "kubernetes.kubeletDir",
+                        "kubernetes.resourceName",
+                        "kubernetes.apiServer.inCluster",
+                        "kubernetes.apiServer.kubeconfig",
+                        "kubernetes.hami",
+                        "recovery.ownerSource"}) {
     EXPECT_NE(std::find(keys.begin(), keys.end(), k), keys.end()) << k;
   }
+}
+
+TEST(ConfigTest, KubernetesAndRecoveryDefaults) {
+  const Config c;
+  EXPECT_FALSE(c.kubernetes.enabled);
+  EXPECT_EQ(c.kubernetes.node_name, "");
+  EXPECT_EQ(c.kubernetes.kubelet_dir, "/var/lib/kubelet");
+  EXPECT_EQ(c.kubernetes.resource_name, "nvidia.com/gpu");
+  EXPECT_TRUE(c.kubernetes.api_server.in_cluster);
+  EXPECT_EQ(c.kubernetes.api_server.kubeconfig, "");
+  EXPECT_TRUE(c.kubernetes.hami);
+  EXPECT_EQ(c.recovery.owner_source, "records");
+}
+
+TEST(ConfigTest, ParsesKubernetesAndRecoveryKeys) {
+  MIGD_ASSERT_OK_AND_ASSIGN(Config c, Parse(R"(
+kubernetes:
+  enabled: true
+  nodeName: gpu-node-1
+  kubeletDir: /srv/kubelet
+  resourceName: example.com/mig
+  apiServer:
+    inCluster: false
+    kubeconfig: /etc/migd/kubeconfig
+  hami: true
+recovery:
+  ownerSource: podresources
+)"));
+  EXPECT_TRUE(c.kubernetes.enabled);
+  EXPECT_EQ(c.kubernetes.node_name, "gpu-node-1");
+  EXPECT_EQ(c.kubernetes.kubelet_dir, "/srv/kubelet");
+  EXPECT_EQ(c.kubernetes.resource_name, "example.com/mig");
+  EXPECT_FALSE(c.kubernetes.api_server.in_cluster);
+  EXPECT_EQ(c.kubernetes.api_server.kubeconfig, "/etc/migd/kubeconfig");
+  EXPECT_EQ(c.recovery.owner_source, "podresources");
+}
+
+TEST(ConfigTest, NodeNameDefaultsToTheEnvironment) {
+  ::setenv("NODE_NAME", "from-downward-api", 1);
+  StatusOr<Config> c = Parse("kubernetes: {enabled: true}");
+  StatusOr<Config> explicit_name = Parse("kubernetes: {enabled: true, nodeName: mine}");
+  ::unsetenv("NODE_NAME");
+  MIGD_ASSERT_OK(c.status());
+  EXPECT_EQ(c->kubernetes.node_name, "from-downward-api");
+  MIGD_ASSERT_OK(explicit_name.status());
+  EXPECT_EQ(explicit_name->kubernetes.node_name, "mine");
+}
+
+TEST(ConfigTest, BadKubernetesAndRecoveryValues) {
+  EXPECT_THAT(ErrorOf("recovery: {ownerSource: kubelet}"),
+              HasSubstr("recovery.ownerSource: \"kubelet\" is not an owner source (use records, "
+                        "podresources or hami)"));
+  EXPECT_THAT(ErrorOf("kubernetes: {enabled: true}"),
+              HasSubstr("kubernetes.nodeName: is empty and NODE_NAME is not set"));
+  EXPECT_THAT(ErrorOf("recovery: {ownerSource: hami}"),
+              HasSubstr("recovery.ownerSource: hami needs this node's name"));
+  EXPECT_THAT(ErrorOf("kubernetes: {kubeletDir: var/lib/kubelet}"),
+              HasSubstr("kubernetes.kubeletDir: \"var/lib/kubelet\" must be an absolute path"));
+  EXPECT_THAT(ErrorOf("kubernetes: {kubeletDir: /" + std::string(100, 'k') + "}"),
+              HasSubstr("would not fit in a unix socket path"));
+  EXPECT_THAT(ErrorOf("kubernetes: {resourceName: gpu}"),
+              HasSubstr("kubernetes.resourceName: \"gpu\" is not of the form <domain>/<name>"));
+  EXPECT_THAT(ErrorOf("kubernetes: {resourceName: a/b/c}"), HasSubstr("<domain>/<name>"));
+  EXPECT_THAT(ErrorOf("kubernetes: {resourceName: Example.COM/gpu}"),
+              HasSubstr("domain that is not a DNS name"));
+  EXPECT_THAT(ErrorOf("kubernetes: {resourceName: kubernetes.io/gpu}"),
+              HasSubstr("kubernetes.io namespace"));
+  EXPECT_THAT(ErrorOf("kubernetes: {resourceName: node.kubernetes.io/gpu}"),
+              HasSubstr("kubernetes.io namespace"));
+  EXPECT_THAT(ErrorOf("kubernetes: {resourceName: nvidia.com/-gpu}"), HasSubstr("name part"));
+  EXPECT_THAT(ErrorOf("kubernetes: {resourceName: nvidia.com/" + std::string(64, 'g') + "}"),
+              HasSubstr("name part"));
+  EXPECT_THAT(ErrorOf("kubernetes: {nodeName: Node_1}"),
+              HasSubstr("kubernetes.nodeName: \"Node_1\" is not a Kubernetes node name"));
+  EXPECT_THAT(ErrorOf("kubernetes: {apiServer: {kubeconfig: /k}}"),
+              HasSubstr("kubernetes.apiServer.kubeconfig: set together with inCluster: true"));
+  EXPECT_THAT(ErrorOf("kubernetes: {apiServer: {inCluster: false, kubeconfig: k}}"),
+              HasSubstr("must be an absolute path"));
+  EXPECT_THAT(ErrorOf("kubernetes: {enabled: true, nodeName: n, apiServer: {inCluster: false}}"),
+              HasSubstr("kubernetes.apiServer: inCluster: false needs a kubeconfig"));
+  EXPECT_THAT(ErrorOf("kubernetes: {enabled: true, nodeName: n, hami: false}"),
+              HasSubstr("kubernetes.hami: false is not supported yet"));
+  EXPECT_THAT(ErrorOf("kubernetes: {enabled: yes please}"),
+              HasSubstr("kubernetes.enabled: expected true or false"));
+  EXPECT_THAT(ErrorOf("kubernetes: {apiServer: {inCluster: true, token: x}}"),
+              HasSubstr("unknown key kubernetes.apiServer.token"));
+  EXPECT_THAT(ErrorOf("kubernetes: {apiServer: true}"),
+              HasSubstr("kubernetes.apiServer: expected a mapping of keys"));
+  EXPECT_THAT(ErrorOf("kubernetes: {resourcename: a.io/b}"),
+              HasSubstr("did you mean kubernetes.resourceName?"));
+  // A records-mode config with inCluster: false and no kubeconfig is fine:
+  // nothing talks to the API server.
+  MIGD_EXPECT_OK(Parse("kubernetes: {apiServer: {inCluster: false}}").status());
+}
+
+TEST(ConfigTest, KubernetesKeysNeedARestart) {
+  const Config a;
+  Config b = a;
+  b.kubernetes.enabled = true;
+  b.kubernetes.node_name = "n";
+  b.kubernetes.kubelet_dir = "/k";
+  b.kubernetes.resource_name = "a.io/b";
+  b.kubernetes.api_server.in_cluster = false;
+  b.kubernetes.api_server.kubeconfig = "/kc";
+  b.kubernetes.hami = false;
+  b.recovery.owner_source = "hami";
+  const ConfigDiff d = DiffConfigs(a, b);
+  EXPECT_THAT(d.applied, IsEmpty());
+  EXPECT_THAT(
+      d.needs_restart,
+      ElementsAre("kubernetes.enabled", "kubernetes.nodeName", "kubernetes.kubeletDir",
+                  "kubernetes.resourceName", "kubernetes.apiServer.inCluster",
+                  "kubernetes.apiServer.kubeconfig", "kubernetes.hami", "recovery.ownerSource"));
+  EXPECT_EQ(MergeReloadable(a, b).kubernetes, a.kubernetes);
 }
 
 }  // namespace

@@ -17,8 +17,10 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "api/event_hub.h"
@@ -33,16 +35,31 @@
 #include "cdi/host_reader.h"
 #include "cdi/publisher.h"
 #include "daemon/config.h"
+#include "daemon/k8s_wiring.h"
 #include "daemon/sim_host_reader.h"
 #include "driver/nvml/nvml_driver.h"
 #include "engine/cdi_observer.h"
 #include "engine/events.h"
 #include "engine/manager.h"
 #include "engine/owner_source.h"
+#include "k8s/allocation_backend.h"
+#include "k8s/podresources/client.h"
+#include "k8s/podresources/owner_sources.h"
 #include "metrics/http_server.h"
 #include "metrics/migd_collector.h"
 #include "metrics/registry.h"
 #include "store/record_store.h"
+
+// The Kubernetes frontends are built when their directories exist
+// (src/daemon/CMakeLists.txt); without them kubernetes.enabled and
+// recovery.ownerSource: hami are refused at startup.
+#if MIGD_HAVE_K8S
+#include "k8s/apiserver/hami_backend.h"
+#include "k8s/apiserver/kube_client.h"
+#include "k8s/apiserver/pod_watcher.h"
+#include "k8s/deviceplugin/device_plugin_server.h"
+#include "k8s/podresources/kube_pod_lister.h"
+#endif
 
 #ifndef MIGD_VERSION_STRING
 #define MIGD_VERSION_STRING "unknown"
@@ -153,6 +170,11 @@ class Daemon {
   std::optional<Failure> SetUpSimulation();
   std::optional<Failure> SetUpStateDir();
   std::optional<Failure> ReadSimProcRoot();
+  // Before recovery: the API-server client, the device plugin (serving and
+  // registering), the owner source.
+  std::optional<Failure> SetUpKubernetesEarly();
+  // After recovery: the HAMi backend behind the plugin, the pod watcher.
+  std::optional<Failure> SetUpKubernetesLate();
   void Reload();
   void LogReady(int metrics_port);
 
@@ -172,7 +194,16 @@ class Daemon {
   metrics::Registry registry_;
   std::unique_ptr<metrics::MigdMetrics> metrics_;
   engine::ListenerFanout fanout_;
-  engine::RecordsOwnerSource owners_;
+  std::unique_ptr<engine::OwnerSource> owners_;
+  std::unique_ptr<k8s::PodResourcesClient> pod_resources_;
+  DeferredBackend deferred_backend_;
+#if MIGD_HAVE_K8S
+  std::unique_ptr<k8s::KubeClient> kube_;
+  std::unique_ptr<k8s::KubeHamiPodLister> hami_pods_;
+  std::unique_ptr<k8s::DevicePluginServer> device_plugin_;
+  std::unique_ptr<k8s::HamiBackend> hami_backend_;
+  std::unique_ptr<k8s::PodWatcher> pod_watcher_;
+#endif
   std::unique_ptr<engine::Manager> manager_;
   std::unique_ptr<api::MigManagerService> service_;
   std::unique_ptr<api::ApiServer> api_server_;
@@ -409,6 +440,8 @@ std::optional<Failure> Daemon::Setup() {
   fanout_.Add(&hub_);
   fanout_.Add(metrics_.get());
 
+  if (auto f = SetUpKubernetesEarly()) return f;
+
   engine::ManagerOptions opts;
   opts.boot_id = *boot;
   opts.adopt_existing_mig_instances = config_.adopt_existing_mig_instances;
@@ -420,7 +453,7 @@ std::optional<Failure> Daemon::Setup() {
   // The reloadable policy is applied by SetPolicy below, so that a profile
   // this node does not offer is reported as the config mistake it is.
   StatusOr<std::unique_ptr<engine::Manager>> mgr =
-      engine::Manager::Create(opts, *driver_, *store_, clock_, owners_, cdi_observer_.get());
+      engine::Manager::Create(opts, *driver_, *store_, clock_, *owners_, cdi_observer_.get());
   if (!mgr.ok()) {
     const Status& s = mgr.status();
     if (s.code() == StatusCode::kUnavailable) {
@@ -438,6 +471,7 @@ std::optional<Failure> Daemon::Setup() {
     return Failure{kExitConfig, "config " + ConfigSource(flags_) + ": " + std::string(s.message())};
   }
   metrics_->AttachManager(manager_.get());
+  if (auto f = SetUpKubernetesLate()) return f;
 
   api::ServerInfo info;
   info.version = Version();
@@ -480,6 +514,98 @@ std::optional<Failure> Daemon::Setup() {
   manager_->StartReconciler();
   sd_notify(0, "READY=1\nSTATUS=serving");
   LogReady(metrics_port);
+  return std::nullopt;
+}
+
+std::optional<Failure> Daemon::SetUpKubernetesEarly() {
+  const KubernetesConfig& k = config_.kubernetes;
+  const std::string& source = config_.recovery.owner_source;
+#if !MIGD_HAVE_K8S
+  if (k.enabled || source == "hami") {
+    return Failure{kExitConfig,
+                   "config " + ConfigSource(flags_) + ": " +
+                       (k.enabled ? "kubernetes.enabled: true" : "recovery.ownerSource: hami") +
+                       ": this migd was built without the Kubernetes frontends (src/k8s/"
+                       "deviceplugin and src/k8s/apiserver); rebuild with them or turn it off"};
+  }
+#else
+  if (k.enabled || source == "hami") {
+    StatusOr<k8s::KubeConfig> kc = k.api_server.in_cluster
+                                       ? k8s::InClusterConfig()
+                                       : k8s::LoadKubeconfig(k.api_server.kubeconfig);
+    if (!kc.ok()) {
+      return Failure{kExitConfig,
+                     "config " + ConfigSource(flags_) +
+                         ": kubernetes.apiServer: " + kc.status().ToString() +
+                         (k.api_server.in_cluster
+                              ? " (inCluster: true needs migd to run in a pod with a service "
+                                "account; else set inCluster: false and a kubeconfig)"
+                              : "")};
+    }
+    StatusOr<std::unique_ptr<k8s::KubeClient>> client = k8s::KubeClient::Create(*kc);
+    if (!client.ok()) {
+      return Failure{kExitConfig, "config " + ConfigSource(flags_) +
+                                      ": kubernetes.apiServer: " + client.status().ToString()};
+    }
+    kube_ = std::move(*client);
+  }
+  if (k.enabled) {
+    // Serve and register before recovery: kubelet must see the plugin again
+    // before any slow work (kubelet-apis.md §1.8).
+    k8s::DevicePluginOptions dp;
+    dp.plugin_dir = k.kubelet_dir + "/device-plugins";
+    dp.resource_name = k.resource_name;
+    StatusOr<std::unique_ptr<k8s::DevicePluginServer>> plugin =
+        k8s::DevicePluginServer::Start(dp, &deferred_backend_);
+    if (!plugin.ok()) {
+      return Failure{kExitInUse, "cannot serve the kubelet device plugin in " + dp.plugin_dir +
+                                     ": " + plugin.status().ToString() +
+                                     " (is kubernetes.kubeletDir right, and its device-plugins "
+                                     "directory mounted into migd?)"};
+    }
+    device_plugin_ = std::move(*plugin);
+    spdlog::info("kubelet device plugin serving{}",
+                 Fields()
+                     .Add("socket", device_plugin_->socket_path())
+                     .Add("resource", k.resource_name)
+                     .Add("node", k.node_name));
+  }
+  if (source == "hami") {
+    hami_pods_ = std::make_unique<k8s::KubeHamiPodLister>(*kube_, k.node_name);
+    owners_ = std::make_unique<FailClosedOwnerSource>(
+        std::make_unique<k8s::HamiOwnerSource>(*hami_pods_));
+  }
+#endif
+  if (source == "podresources") {
+    pod_resources_ = std::make_unique<k8s::PodResourcesClient>(
+        k8s::PodResourcesClientOptions{.socket_path = k8s::PodResourcesSocketPath(k.kubelet_dir)});
+    owners_ =
+        std::make_unique<FailClosedOwnerSource>(std::make_unique<k8s::PodResourcesOwnerSource>(
+            *pod_resources_,
+            k8s::PodResourcesOwnerSourceOptions{.resource_name = k.resource_name}));
+  }
+  if (!owners_) owners_ = std::make_unique<engine::RecordsOwnerSource>();
+  spdlog::info("recovery owner source{}", Fields().Add("source", owners_->name()));
+  return std::nullopt;
+}
+
+std::optional<Failure> Daemon::SetUpKubernetesLate() {
+#if MIGD_HAVE_K8S
+  const KubernetesConfig& k = config_.kubernetes;
+  if (!k.enabled) return std::nullopt;
+  k8s::HamiBackendOptions hopts;
+  hopts.node_name = k.node_name;
+  hopts.cdi = cdi_observer_.get();
+  hopts.cdi_enabled = config_.cdi.enabled;
+  hopts.profile_allowlist = {config_.mig_profile_allowlist.begin(),
+                             config_.mig_profile_allowlist.end()};
+  hami_backend_ = std::make_unique<k8s::HamiBackend>(kube_.get(), manager_.get(), hopts);
+  deferred_backend_.Set(hami_backend_.get());
+  // Publishes hami.io/node-nvidia-register once, then releases the
+  // instances of ended pods and re-publishes periodically.
+  pod_watcher_ = std::make_unique<k8s::PodWatcher>(hami_backend_.get(), k8s::PodWatcherOptions{});
+  pod_watcher_->Start();
+#endif
   return std::nullopt;
 }
 
@@ -573,6 +699,14 @@ void Daemon::Teardown() {
   if (manager_) sd_notify(0, "STOPPING=1");
   // Stop accepting, let in-flight calls finish (they use the Manager).
   if (api_server_) api_server_->Shutdown(kDrainDeadline);
+#if MIGD_HAVE_K8S
+  // kubelet's calls and the pod watcher use the Manager: stop them first.
+  if (device_plugin_) device_plugin_->Stop();
+  if (pod_watcher_) pod_watcher_->Stop();
+  device_plugin_.reset();
+  pod_watcher_.reset();
+  hami_backend_.reset();
+#endif
   if (metrics_server_) metrics_server_->Stop();
   if (manager_) manager_->StopReconciler();
   if (metrics_) metrics_->AttachManager(nullptr);

@@ -14,15 +14,23 @@
 //   RecordStore, NvmlDriver (one NVML session for the process)    -> 5 / 2
 //   cdi::Publisher + engine::CdiObserver, api::EventHub,
 //   metrics::MigdMetrics behind one engine::ListenerFanout
+//   kubernetes.enabled / recovery.ownerSource: hami: the API-server
+//     client (in-cluster or kubeconfig)                           -> 1
+//   kubernetes.enabled: the kubelet device plugin serves and
+//     registers (DeferredBackend: no devices until recovery ends) -> 4
+//   the owner source of recovery.ownerSource (records,
+//     podresources, hami; k8s_wiring.h FailClosedOwnerSource)
 //   engine::Manager::Create (recovery)                            -> 3 (fails closed)
 //   Manager::SetPolicy(lifecycle.*, migProfileAllowlist) checked
 //     against this node's GPUs                                     -> 1
+//   kubernetes.enabled: HamiBackend behind the device plugin, the
+//     PodWatcher (node registration annotation, release of ended pods)
 //   api::ApiServer on api.socket, MetricsHttpServer                -> 4
 //   StartReconciler, sd_notify(READY=1), one "migd ready" line.
 // SIGTERM/SIGINT (signalfd; no work in a handler): sd_notify(STOPPING=1),
 // the API stops accepting and drains in-flight calls (10 s deadline), the
-// metrics server stops, the reconciler stops, the Manager is destroyed, NVML
-// is shut down once; exit 0. SIGHUP: the config file is read again; the
+// device plugin and the pod watcher stop, the metrics server stops, the reconciler stops, the
+// Manager is destroyed, NVML is shut down once; exit 0. SIGHUP: the config file is read again; the
 // reloadable keys (config.h DiffConfigs) are applied through
 // Manager::SetPolicy and the log level; the other changed keys are logged as
 // needing a restart. A reload that fails validation changes nothing.

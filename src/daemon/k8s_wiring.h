@@ -1,0 +1,66 @@
+// File: daemon/k8s_wiring.h
+//
+// Two adapters the daemon puts between its Kubernetes pieces (daemon.cc):
+//
+// FailClosedOwnerSource wraps recovery's owner source and turns any of its
+// errors into kFailedPrecondition with a hint: an owner source that cannot
+// answer (kubelet or the API server unreachable, inconsistent data) must
+// fail startup closed (exit 3, nothing touched), not read as an NVML problem
+// (the daemon maps kUnavailable from recovery to exit 2).
+//
+// DeferredBackend is the device plugin's AllocationBackend before recovery
+// has finished: the plugin serves and registers with kubelet first
+// (kubelet-apis.md §1.8), advertising nothing and refusing Allocate with
+// kUnavailable (kubelet retries the pod) until Set() hands it the real
+// backend; from then on every call is forwarded and the backend's
+// devices-changed notifications reach the plugin.
+//
+// Thread-safety: FailClosedOwnerSource as its inner source (recovery calls
+// it once). DeferredBackend is thread-safe; Set is called once.
+#ifndef MIGD_DAEMON_K8S_WIRING_H_
+#define MIGD_DAEMON_K8S_WIRING_H_
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "engine/owner_source.h"
+#include "k8s/allocation_backend.h"
+
+namespace migd::daemon {
+
+class FailClosedOwnerSource final : public engine::OwnerSource {
+ public:
+  explicit FailClosedOwnerSource(std::unique_ptr<engine::OwnerSource> inner)
+      : inner_(std::move(inner)) {}
+  std::string_view name() const override { return inner_->name(); }
+  StatusOr<std::vector<engine::OwnedInstance>> ActiveOwners(
+      const std::vector<store::Record>& records) override;
+
+ private:
+  std::unique_ptr<engine::OwnerSource> inner_;
+};
+
+class DeferredBackend final : public k8s::AllocationBackend {
+ public:
+  // `backend` must outlive this object.
+  void Set(k8s::AllocationBackend* backend);
+  std::vector<k8s::AdvertisedDevice> Devices() override;
+  StatusOr<k8s::ContainerAllocation> AllocateContainer(
+      const std::vector<std::string>& device_ids) override;
+  StatusOr<std::vector<std::string>> PreferredAllocation(
+      const std::vector<std::string>& available, const std::vector<std::string>& must_include,
+      int size) override;
+
+ private:
+  k8s::AllocationBackend* Get();
+  std::mutex mu_;
+  k8s::AllocationBackend* backend_ = nullptr;  // guarded by mu_
+};
+
+}  // namespace migd::daemon
+
+#endif  // MIGD_DAEMON_K8S_WIRING_H_

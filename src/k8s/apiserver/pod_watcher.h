@@ -1,0 +1,62 @@
+// File: k8s/apiserver/pod_watcher.h
+//
+// PodWatcher: the periodic side of HAMi mode. Every `release_interval` it
+// runs HamiBackend::ReleaseEndedPods (a LIST of this node's pods; instances
+// of pods that were deleted, are terminating, Succeeded or Failed go Idle),
+// and every `register_interval` HamiBackend::PublishNodeRegistration (HAMi's
+// plugin re-registers every 30 s). Periodic LIST, not the watch protocol:
+// HAMi's own reconciler lists every 5 s, and a list needs no resume logic.
+// Failures are logged and retried at the next tick (a failed LIST releases
+// nothing).
+//
+// Thread-safety: Start/Stop from one thread; RunOnce is thread-safe.
+#ifndef MIGD_K8S_APISERVER_POD_WATCHER_H_
+#define MIGD_K8S_APISERVER_POD_WATCHER_H_
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+
+#include "base/status.h"
+#include "k8s/apiserver/hami_backend.h"
+
+namespace migd::k8s {
+
+struct PodWatcherOptions {
+  std::chrono::milliseconds release_interval{5000};
+  std::chrono::milliseconds register_interval{30000};
+};
+
+class PodWatcher {
+ public:
+  // `backend` is not owned and must outlive the watcher.
+  PodWatcher(HamiBackend* backend, PodWatcherOptions options);
+  ~PodWatcher();  // Stop()
+  PodWatcher(const PodWatcher&) = delete;
+  PodWatcher& operator=(const PodWatcher&) = delete;
+
+  // Registers the node once, then starts the thread. Idempotent.
+  void Start();
+  // Wakes and joins the thread. Idempotent.
+  void Stop();
+
+  // Completed release passes (successful or not), for tests and metrics.
+  uint64_t passes() const;
+
+ private:
+  void Loop();
+
+  HamiBackend* const backend_;
+  const PodWatcherOptions options_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;    // GUARDED_BY(mu_)
+  uint64_t passes_ = 0;  // GUARDED_BY(mu_)
+  std::thread thread_;
+};
+
+}  // namespace migd::k8s
+
+#endif  // MIGD_K8S_APISERVER_POD_WATCHER_H_

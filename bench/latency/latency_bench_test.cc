@@ -1,0 +1,160 @@
+// The latency benchmark's quick sizes, checked by counts (NVML calls, GI/CI
+// operations, instances), never by times.
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "base/logging.h"
+#include "bench/latency/harness.h"
+#include "bench/latency/policy.h"
+#include "bench/latency/scenarios.h"
+
+namespace migd::bench::latency {
+namespace {
+
+// Counts do not depend on fsync; without it the test is CPU-bound.
+RigOptions Base() {
+  static const bool kQuiet = InitLogging({.level = "warn"}).ok();
+  (void)kQuiet;
+  RigOptions o;
+  o.library = MIGD_SIM_LIBRARY;
+  o.base_dir = ::testing::TempDir();
+  o.store_sync = false;
+  if (std::filesystem::is_directory("/dev/shm")) o.sim_dir = "/dev/shm";
+  return o;
+}
+
+const OpResult& Find(const std::vector<OpResult>& rows, const std::string& op) {
+  for (const auto& r : rows) {
+    if (r.op == op) return r;
+  }
+  ADD_FAILURE() << "no row " << op;
+  return rows.front();
+}
+
+TEST(LatencyModelTest, EnvValueAndProjection) {
+  EXPECT_EQ(LatencyModel::Zero().EnvValue(), "");
+  const LatencyModel m = LatencyModel::Assumed();
+  EXPECT_NE(m.EnvValue().find("nvmlGpuInstanceDestroy=300"), std::string::npos);
+  CallCounts c = {{{"nvmlDeviceCreateGpuInstanceWithPlacement", "SUCCESS"}, 1},
+                  {{"nvmlGpuInstanceCreateComputeInstance", "SUCCESS"}, 1},
+                  {{"nvmlDeviceGetUUID", "SUCCESS"}, 3}};
+  EXPECT_EQ(m.ModeledMs(c), 1500.0);
+  EXPECT_EQ(Total(c), 5u);
+  EXPECT_EQ(Calls(c, "nvmlDeviceGetUUID"), 3u);
+  const HwOps h = HwOpsOf(c);
+  EXPECT_EQ(h.gi_creates, 1u);
+  EXPECT_EQ(h.ci_creates, 1u);
+  EXPECT_EQ(h.gi_destroys, 0u);
+}
+
+TEST(SummarizeTest, NearestRank) {
+  std::vector<double> v;
+  for (int i = 1; i <= 100; ++i) v.push_back(i);
+  const Summary s = Summarize(v);
+  EXPECT_EQ(s.p50, 50);
+  EXPECT_EQ(s.p99, 99);
+  EXPECT_EQ(s.max, 100);
+  EXPECT_EQ(s.mean, 50.5);
+  EXPECT_EQ(Summarize({}).n, 0u);
+}
+
+TEST(PolicyNameTest, RoundTripAndUnknown) {
+  for (Policy p : AllPolicies()) {
+    auto q = ParsePolicy(PolicyName(p));
+    ASSERT_TRUE(q.ok());
+    EXPECT_EQ(*q, p);
+  }
+  EXPECT_EQ(ParsePolicy("hami").status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(LatencyBenchTest, OpsTakeTheirPathsWithExactNvmlBudgets) {
+  auto rows = RunOps(Base(), LatencyModel::Zero(), LatencyModel::Assumed(), {20, 5, 5});
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  const OpResult& reuse = Find(*rows, "reuse");
+  EXPECT_EQ(reuse.nvml_calls_max, 0u);  // goal: ≤ 2
+  EXPECT_EQ(reuse.hw.gi_creates + reuse.hw.ci_creates, 0u);
+  EXPECT_EQ(reuse.fsyncs, 2.0);  // the Active record, written once (asked for; sync off)
+  const OpResult& release = Find(*rows, "release");
+  EXPECT_EQ(release.nvml_calls_max, 0u);
+  const OpResult& create = Find(*rows, "create");
+  EXPECT_EQ(create.nvml_calls, 7.0);
+  EXPECT_EQ(create.hw.gi_creates, 5u);
+  EXPECT_EQ(create.hw.ci_creates, 5u);
+  // The projection adds exactly one GI + one CI create per create.
+  EXPECT_GE(create.modeled.p50, 1500.0);
+  const OpResult& reclaim = Find(*rows, "reclaim+create");
+  EXPECT_EQ(reclaim.nvml_calls, 12.0);  // destroy 5 + create 7
+  EXPECT_EQ(reclaim.hw.gi_destroys, 5u);
+  EXPECT_EQ(reclaim.hw.ci_destroys, 5u);
+}
+
+// The goal is ≥ 10x (90% fewer creates); the measured ratio on this
+// workload is about 3x (docs/benchmarks/latency.md says why), so the test
+// pins what holds: at least 2x, and reuse serving most allocations.
+TEST(LatencyBenchTest, ChurnDestroyOnReleaseCreatesMoreThanTwiceLazy) {
+  const Workload w = ChurnWorkload({600, 1, false});
+  ASSERT_EQ(w.ops.size(), 1200u);
+  std::map<Policy, PolicyResult> r;
+  for (Policy p : AllPolicies()) {
+    auto res = RunPolicy(Base(), w, p, LatencyModel::Assumed());
+    ASSERT_TRUE(res.ok()) << PolicyName(p) << ": " << res.status();
+    r[p] = *res;
+  }
+  const PolicyResult& hami = r[Policy::kDestroyOnRelease];
+  const PolicyResult& lazy = r[Policy::kLazy];
+  // Every successful destroy-on-release allocation creates its GI.
+  EXPECT_EQ(hami.request_ops.gi_creates, hami.allocations);
+  EXPECT_EQ(hami.stages.count("reuse"), 0u);
+  EXPECT_GT(2 * lazy.stages.at("reuse"), lazy.allocations);
+  EXPECT_GE(hami.request_ops.gi_creates, 2 * lazy.request_ops.gi_creates)
+      << hami.request_ops.gi_creates << " vs " << lazy.request_ops.gi_creates;
+  // The warm pool creates off the request path, never more on it than lazy.
+  const PolicyResult& warm = r[Policy::kLazyWarm];
+  EXPECT_GT(warm.background_ops.gi_creates, 0u);
+  EXPECT_LE(warm.request_ops.gi_creates, lazy.request_ops.gi_creates);
+  // whole-gpu re-creates Idle instances it destroyed: more creates than lazy.
+  EXPECT_GT(r[Policy::kWholeGpu].request_ops.gi_creates, lazy.request_ops.gi_creates);
+  for (const auto& [p, res] : r) {
+    EXPECT_EQ(res.allocations + res.failures, 600u) << PolicyName(p);
+    EXPECT_EQ(res.wall_ms.size(), res.allocations);
+  }
+}
+
+TEST(LatencyBenchTest, AlibabaWorkloadFromTheTrace) {
+  const std::string csv = std::string(MIGD_SOURCE_DIR) +
+                          "/../shared/data/alibaba-gpu-v2023/openb_pod_list_default.csv";
+  if (!std::filesystem::exists(csv)) GTEST_SKIP() << csv << " not present";
+  auto w = AlibabaWorkload({csv, 50, 2, 0.9, 1});
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_EQ(w->ops.size(), 100u);
+  EXPECT_EQ(w->gpus, "h100-80gb:2");
+  EXPECT_EQ(AlibabaWorkload({"/nonexistent.csv", 50, 2, 0.9, 1}).status().code() ==
+                StatusCode::kOk,
+            false);
+}
+
+TEST(LatencyBenchTest, RecoveryOfEightFullGpus) {
+  auto r = RunRecovery(Base(), 8, 1);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->instances, 56);
+  EXPECT_GT(r->nvml_calls, 0u);
+}
+
+// Runs the footprint section (it restarts the Manager midway; a stale
+// reference to the old one crashed here once).
+TEST(LatencyBenchTest, FootprintRunsOnEightGpus) {
+  auto f = RunFootprint(Base());
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_GT(f->rss_kb_idle, 0u);
+  EXPECT_GT(f->heap_rig_bytes, 0u);
+}
+
+TEST(LatencyBenchTest, RigFailsOnAMissingLibrary) {
+  RigOptions o = Base();
+  o.library = "/nonexistent/libnvidia-ml.so.1";
+  EXPECT_FALSE(Rig::Open(o).ok());
+}
+
+}  // namespace
+}  // namespace migd::bench::latency

@@ -65,6 +65,10 @@ Status Publisher::ValidateOptions(const Options& options) {
 
 StatusOr<BuiltSpec> Publisher::Publish(const MigInstance& instance) {
   MIGD_ASSIGN_OR_RETURN(BuiltSpec built, builder_.Build(instance));
+  return PublishBuilt(std::move(built));
+}
+
+StatusOr<BuiltSpec> Publisher::PublishBuilt(BuiltSpec built) {
   if (!options_.enabled) return built;
   MIGD_ASSIGN_OR_RETURN(VerifyResult current, writer_.Verify(built.device_name, built.content));
   // A queued removal of this device (a failed Unpublish of an instance with

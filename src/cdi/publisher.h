@@ -90,6 +90,10 @@ class Publisher {
   // (also when disabled, for the legacy device nodes). Errors: SpecBuilder's
   // and SpecWriter::Write's.
   StatusOr<BuiltSpec> Publish(const MigInstance& instance);
+  // The second half of Publish for a spec built earlier for the same
+  // instance (the reuse path: no host files are read): verify the file, write
+  // it only if it differs or is missing.
+  StatusOr<BuiltSpec> PublishBuilt(BuiltSpec built);
 
   // Removes the instance's spec (no-op when disabled). A failure is queued
   // for RetryPendingRemovals and returned.

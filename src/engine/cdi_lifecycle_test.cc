@@ -185,5 +185,24 @@ TEST_F(CdiLifecycleTest, APublishFailureFailsTheAllocationAndRollsItBack) {
   EXPECT_TRUE(std::filesystem::is_empty(spec_dir()));
 }
 
+TEST_F(CdiLifecycleTest, ReuseVerifiesTheCachedSpecWithoutReadingHostFiles) {
+  Init();
+  Start();
+  MIGD_ASSERT_OK_AND_ASSIGN(Allocation a, mgr_->Allocate(Req("a", "3g.20gb")));
+  const MigUuid uuid = a.instances[0].mig_uuid;
+  MIGD_ASSERT_OK_AND_ASSIGN(std::string before, ReadFileToString(SpecPath(uuid)));
+  MIGD_ASSERT_OK(mgr_->Release("a"));
+  // A rebuild would now fail (the node is gone); the reuse must not need one.
+  reader_.RemoveNode(std::string(kDevRoot) + "/nvidia-uvm");
+  ASSERT_EQ(::unlink(SpecPath(uuid).c_str()), 0);
+  MIGD_ASSERT_OK_AND_ASSIGN(Allocation b, mgr_->Allocate(Req("b", "3g.20gb")));
+  ASSERT_EQ(b.instances[0].mig_uuid, uuid);
+  // The deleted file was rewritten from the cached spec, byte for byte.
+  MIGD_ASSERT_OK_AND_ASSIGN(std::string after, ReadFileToString(SpecPath(uuid)));
+  EXPECT_EQ(after, before);
+  // A new instance still builds from the host files, so it sees the loss.
+  EXPECT_FALSE(mgr_->Allocate(Req("c", "1g.5gb")).ok());
+}
+
 }  // namespace
 }  // namespace migd::engine

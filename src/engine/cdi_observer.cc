@@ -13,9 +13,20 @@ Status CdiObserver::OnPublish(const PublishedInstance& instance) {
                        .gi_id = instance.gi_id,
                        .ci_id = instance.ci_id,
                        .mig_uuid = instance.mig_uuid};
-  MIGD_ASSIGN_OR_RETURN(cdi::BuiltSpec built, publisher_->Publish(mig));
+  std::optional<cdi::BuiltSpec> cached;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = specs_.find(instance.mig_uuid);
+    if (it != specs_.end() && it->second.instance.gpu_minor == mig.gpu_minor &&
+        it->second.instance.gi_id == mig.gi_id && it->second.instance.ci_id == mig.ci_id) {
+      cached = it->second.built;
+    }
+  }
+  StatusOr<cdi::BuiltSpec> built =
+      cached ? publisher_->PublishBuilt(std::move(*cached)) : publisher_->Publish(mig);
+  if (!built.ok()) return built.status();
   std::lock_guard<std::mutex> lock(mu_);
-  specs_[instance.mig_uuid] = std::move(built);
+  specs_[instance.mig_uuid] = Entry{mig, std::move(*built)};
   return OkStatus();
 }
 
@@ -43,7 +54,7 @@ std::optional<cdi::BuiltSpec> CdiObserver::SpecOf(const MigUuid& mig_uuid) const
   std::lock_guard<std::mutex> lock(mu_);
   auto it = specs_.find(mig_uuid);
   if (it == specs_.end()) return std::nullopt;
-  return it->second;
+  return it->second.built;
 }
 
 }  // namespace migd::engine

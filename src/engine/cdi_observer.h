@@ -11,7 +11,9 @@
 //                are removed;
 //   OnReconcile  retries queued removals.
 // The last built spec of each instance is kept so that the API can return
-// the CDI names and the legacy device list of an allocation.
+// the CDI names and the legacy device list of an allocation, and so that a
+// reuse of the same instance (same GPU minor, GI, CI) only verifies its file
+// against that spec instead of re-reading the host's proc and dev files.
 //
 // Thread-safety: all methods are thread-safe (cdi::Publisher serialises per
 // file; the spec cache has its own mutex).
@@ -43,9 +45,13 @@ class CdiObserver final : public InstanceObserver {
   std::optional<cdi::BuiltSpec> SpecOf(const MigUuid& mig_uuid) const;
 
  private:
+  struct Entry {
+    cdi::MigInstance instance;
+    cdi::BuiltSpec built;
+  };
   cdi::Publisher* const publisher_;
   mutable std::mutex mu_;
-  std::map<MigUuid, cdi::BuiltSpec> specs_;  // GUARDED_BY(mu_)
+  std::map<MigUuid, Entry> specs_;  // GUARDED_BY(mu_)
 };
 
 }  // namespace migd::engine

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <utility>
 
 #include <spdlog/spdlog.h>
@@ -508,9 +509,23 @@ Status Manager::CreateInstance(const store::RecordKey& key, const store::Owner& 
     return gi.status().WithContext("creating GI " + key.ToString() + " (cleanup: " +
                                    ds.ToString() + ")");
   }
+  // The placeholder is ours until this function returns (the caller holds
+  // the GPU lock and nothing else removes a Creating instance); never let
+  // operator[] invent one if that ever stops being true.
+  auto placeholder = [&]() -> Instance* {
+    auto it = instances_.find(key);
+    return it == instances_.end() || it->second.state != InstanceState::kCreating ? nullptr
+                                                                                   : &it->second;
+  };
   {
     std::lock_guard<std::mutex> lock(mu_);
-    instances_[key].gi_id = gi->id;
+    Instance* inst = placeholder();
+    if (inst == nullptr) {
+      Status ds = DestroyHw(copy.gpu, key, gi->id, std::nullopt);
+      return InternalError("Creating placeholder of " + key.ToString() +
+                           " vanished during its create (cleanup: " + ds.ToString() + ")");
+    }
+    inst->gi_id = gi->id;
   }
   copy.gi_id = gi->id;
   // 3. The default full CI.
@@ -528,9 +543,14 @@ Status Manager::CreateInstance(const store::RecordKey& key, const store::Owner& 
   copy.last_used = clock_.Now();
   {
     std::lock_guard<std::mutex> lock(mu_);
-    Instance& inst = instances_[key];
-    inst.ci_id = ci->id;
-    inst.mig_uuid = ci->mig_uuid;
+    Instance* inst = placeholder();
+    if (inst == nullptr) {
+      Status ds = DestroyHw(copy.gpu, key, gi->id, ci->id);
+      return InternalError("Creating placeholder of " + key.ToString() +
+                           " vanished during its create (cleanup: " + ds.ToString() + ")");
+    }
+    inst->ci_id = ci->id;
+    inst->mig_uuid = ci->mig_uuid;
   }
   // 4. Commit.
   s = PutRecord(copy, as_idle ? InstanceState::kIdle : InstanceState::kActive,
@@ -541,7 +561,12 @@ Status Manager::CreateInstance(const store::RecordKey& key, const store::Owner& 
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
-    Instance& inst = instances_[key];
+    Instance* found = placeholder();
+    if (found == nullptr) {
+      return InternalError("Creating placeholder of " + key.ToString() +
+                           " vanished during its create");
+    }
+    Instance& inst = *found;
     inst.committed = true;
     inst.owner = copy.owner;
     inst.request_id = copy.request_id;
@@ -617,17 +642,42 @@ StatusOr<Allocation> Manager::AllocateImpl(const AllocateRequest& request) {
     std::lock_guard<std::mutex> lock(mu_);
     auto prev = allocations_.find(request.request_id);
     if (prev != allocations_.end()) {
-      bool same = prev->second.owner == request.owner &&
-                  prev->second.keys.size() == request.instances.size();
       // The same instances, too: profile (by canonical name), GPU and
-      // placement wherever the request pins them.
-      for (size_t i = 0; same && i < request.instances.size(); ++i) {
-        const InstanceSpec& spec = request.instances[i];
-        const Instance& inst = instances_[prev->second.keys[i]];
-        const mig::GpuModel* model = ModelOf(inst.gpu);
-        same = model != nullptr && Canonical(*model, spec.profile) == inst.profile &&
-               (!spec.gpu || *spec.gpu == inst.gpu) &&
-               (!spec.placement || *spec.placement == inst.key.placement);
+      // placement wherever the request pins them. After a restart the
+      // allocation's instances come back in record order, so specs are
+      // matched to instances regardless of position (a bipartite matching;
+      // at most 64 each), and the replay answers in request order.
+      const std::vector<store::RecordKey>& prev_keys = prev->second.keys;
+      const size_t n = request.instances.size();
+      std::vector<int> spec_of_key(prev_keys.size(), -1);
+      bool same = prev->second.owner == request.owner && prev_keys.size() == n;
+      if (same) {
+        auto fits = [&](size_t si, size_t ki) {
+          const InstanceSpec& spec = request.instances[si];
+          const Instance& inst = instances_[prev_keys[ki]];
+          const mig::GpuModel* model = ModelOf(inst.gpu);
+          return model != nullptr && Canonical(*model, spec.profile) == inst.profile &&
+                 (!spec.gpu || *spec.gpu == inst.gpu) &&
+                 (!spec.placement || *spec.placement == inst.key.placement);
+        };
+        std::vector<char> seen;
+        std::function<bool(size_t)> augment = [&](size_t si) {
+          // Prefer the instance at the same position (the common case).
+          for (size_t step = 0; step < n; ++step) {
+            const size_t ki = (si + step) % n;
+            if (seen[ki] || !fits(si, ki)) continue;
+            seen[ki] = 1;
+            if (spec_of_key[ki] < 0 || augment(static_cast<size_t>(spec_of_key[ki]))) {
+              spec_of_key[ki] = static_cast<int>(si);
+              return true;
+            }
+          }
+          return false;
+        };
+        for (size_t si = 0; same && si < n; ++si) {
+          seen.assign(n, 0);
+          same = augment(si);
+        }
       }
       if (!same) {
         return AlreadyExistsError("request id " + request.request_id +
@@ -638,7 +688,10 @@ StatusOr<Allocation> Manager::AllocateImpl(const AllocateRequest& request) {
       a.request_id = request.request_id;
       a.owner = request.owner;
       a.replayed = true;
-      for (const auto& k : prev->second.keys) a.instances.push_back(ViewLocked(instances_[k]));
+      a.instances.resize(n);
+      for (size_t ki = 0; ki < n; ++ki) {
+        a.instances[static_cast<size_t>(spec_of_key[ki])] = ViewLocked(instances_[prev_keys[ki]]);
+      }
       return a;
     }
     if (in_flight_.count(request.request_id) != 0) {
@@ -765,8 +818,11 @@ StatusOr<Allocation> Manager::AllocateImpl(const AllocateRequest& request) {
           std::lock_guard<std::mutex> lock(mu_);
           auto it = instances_.find(k);
           // Not started (CreateInstance cleaned up anything it started).
+          // A placeholder at this key may already be another request's: a
+          // failed create of ours freed the key, and a concurrent Allocate
+          // reserved it again (it waits for this GPU's lock). Only ours goes.
           if (it != instances_.end() && it->second.state == InstanceState::kCreating &&
-              !it->second.gi_id &&
+              it->second.request_id == request.request_id && !it->second.gi_id &&
               TransitionLocked(it->second, InstanceState::kNone, EventReason::kRollback).ok()) {
             instances_.erase(it);
           }

@@ -261,6 +261,26 @@ TEST_F(ManagerTest, AllocateIsIdempotentByRequestId) {
   EXPECT_TRUE(c.replayed);
 }
 
+TEST_F(ManagerTest, ReplayAfterRestartAnswersInRequestOrder) {
+  Machine("a100-40gb:1");
+  Start();
+  // Record keys sort by placement; the request order differs from it.
+  const std::vector<InstanceSpec> specs = {Spec("3g.20gb"), Spec("1g.5gb"), Spec("2g.10gb")};
+  MIGD_ASSERT_OK_AND_ASSIGN(Allocation a, mgr_->Allocate(Req("multi", specs)));
+  Restart();
+  MIGD_ASSERT_OK_AND_ASSIGN(Allocation b, mgr_->Allocate(Req("multi", specs)));
+  EXPECT_TRUE(b.replayed);
+  ASSERT_EQ(b.instances.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(b.instances[i].mig_uuid, a.instances[i].mig_uuid) << i;
+    EXPECT_EQ(b.instances[i].profile, specs[i].profile) << i;
+  }
+  // A different profile set under the same id is still refused.
+  EXPECT_THAT(mgr_->Allocate(Req("multi", {Spec("3g.20gb"), Spec("1g.5gb"), Spec("1g.5gb")}))
+                  .status(),
+              StatusIs(StatusCode::kAlreadyExists, HasSubstr("multi")));
+}
+
 TEST_F(ManagerTest, PodOwnerIsRecorded) {
   Machine("a100-40gb:1");
   Start();

@@ -2,21 +2,26 @@
 # first (scripts/install-deps.sh is idempotent and quiet when nothing is missing).
 #
 #   make test        deps + build + every ctest tier, summary printed
-#   make run         deps + build + migd's main job on simulated GPUs when no
-#                    NVIDIA driver is present (today: `migctl probe`)
+#   make run         deps + build + migd in the foreground: on simulated GPUs
+#                    when no NVIDIA driver is present (state in build/run/)
+#   make demo        a scripted scenario on simulated GPUs (scripts/demo.sh)
 #   make build       deps + RelWithDebInfo build in build/
 #   make test-asan   the whole suite under ASan+UBSan (build-asan/)
 #   make test-tsan   the whole suite under TSan (build-tsan/)
 #   make bench-placement
 #                    deps (+ gnuplot) + the placement benchmark in build-bench/
 #                    (Release); writes docs/benchmarks/placement.md and plots
+#   make bench-latency
+#                    deps (+ gnuplot) + the latency benchmark (bench/latency):
+#                    policies side by side, recovery, footprint; writes
+#                    docs/benchmarks/latency/results.md and the plot
 
 SHELL := /bin/bash
 JOBS ?= 2
 SIM_GPUS ?= a100-40gb:2,h100-80gb:1
 RUN_DIR ?= $(CURDIR)/build/run
 
-.PHONY: all deps deps-test configure build test run test-asan test-tsan test-debug clean probe bench-placement
+.PHONY: all deps deps-test configure build test run demo test-asan test-tsan test-debug clean probe bench-placement bench-latency
 
 all: build
 
@@ -26,7 +31,7 @@ deps:
 # The tests also need Go and the CDI Go library (tests/cdi checks every spec
 # migd writes against the real CDI library).
 deps-test:
-	@scripts/install-deps.sh cdi-check metrics-check
+	@scripts/install-deps.sh cdi-check metrics-check deploy-check
 
 configure: deps
 	@cmake --preset default >/dev/null
@@ -42,19 +47,38 @@ test-%: deps
 	@cmake --build --preset $* -j $(JOBS)
 	@cd build-$* && ctest --output-on-failure -j $(JOBS) --timeout 1200
 
-# The real driver is used only when libnvidia-ml.so.1 is loadable; otherwise
-# migd runs on the simulated library with a fresh simulated machine.
+# migd in the foreground. With an NVIDIA driver (libnvidia-ml.so.1 in the
+# linker cache) it manages the real GPUs with the default config (root needed);
+# otherwise it runs on simulated GPUs $(SIM_GPUS) with every file under
+# $(RUN_DIR). migd itself never falls back to simulation: this target chooses.
+METRICS_LISTEN ?= 127.0.0.1:9400
 run: build
 	@if ldconfig -p 2>/dev/null | grep -q 'libnvidia-ml.so.1'; then \
-	  echo "make run: NVIDIA driver found; probing the real GPUs (read-only)"; \
-	  build/bin/migctl probe; \
+	  echo "make run: NVIDIA driver found; starting migd on the real GPUs (Ctrl-C stops it)"; \
+	  exec build/bin/migd $(if $(CONFIG),--config $(CONFIG)); \
 	else \
-	  echo "make run: no NVIDIA driver (libnvidia-ml.so.1) on this machine; using simulated GPUs $(SIM_GPUS)"; \
-	  rm -rf $(RUN_DIR) && mkdir -p $(RUN_DIR)/proc; \
-	  MIGD_SIM_STATE=$(RUN_DIR)/sim-state.json MIGD_SIM_GPUS=$(SIM_GPUS) \
-	  MIGD_SIM_PROC_ROOT=$(RUN_DIR)/proc \
-	    build/bin/migctl probe --nvml-library build/lib/libnvidia-ml-sim.so.1; \
+	  rm -rf $(RUN_DIR) && mkdir -p $(RUN_DIR); \
+	  printf '%s\n' \
+	    "make run: no NVIDIA driver (libnvidia-ml.so.1) here; migd runs on simulated GPUs $(SIM_GPUS)" \
+	    "  state:   $(RUN_DIR)   (Ctrl-C stops migd; the next make run starts fresh)" \
+	    "  socket:  $(RUN_DIR)/api.socket" \
+	    "  metrics: http://$(METRICS_LISTEN)/metrics" \
+	    "Try in another terminal:" \
+	    "  export MIGD_SOCKET=$(RUN_DIR)/api.socket" \
+	    "  build/bin/migctl allocate --id demo-1 --owner me 3g.20gb" \
+	    "  build/bin/migctl status" \
+	    "  build/bin/migctl release --id demo-1" \
+	    ""; \
+	  exec env MIGD_SIM_STATE=$(RUN_DIR)/sim-state.json MIGD_SIM_PROC_ROOT=$(RUN_DIR)/proc \
+	    build/bin/migd --simulate $(SIM_GPUS) --socket $(RUN_DIR)/api.socket \
+	    --state-dir $(RUN_DIR)/state --cdi-spec-dir $(RUN_DIR)/cdi \
+	    --metrics-listen $(METRICS_LISTEN); \
 	fi
+
+# A scripted tour on simulated GPUs: allocate, release, reuse, pressure
+# reclaim, operator reclaim, restart; `migctl status` between the steps.
+demo: build
+	@scripts/demo.sh
 
 clean:
 	rm -rf build build-debug build-asan build-tsan
@@ -63,3 +87,8 @@ clean:
 bench-placement:
 	@scripts/install-deps.sh bench
 	@bench/placement/run.sh
+
+# The latency benchmark (bench/latency, docs/benchmarks/latency.md): < 10 min on 2 cores.
+bench-latency:
+	@scripts/install-deps.sh bench
+	@bench/latency/run.sh

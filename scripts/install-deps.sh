@@ -10,6 +10,8 @@
 #                                    CDI Go library 0.5.2, for tests/cdi cdi_library_test)
 #   scripts/install-deps.sh metrics-check  also Debian's prometheus (promtool and the
 #                                    server, for the /metrics conformance tests)
+#   scripts/install-deps.sh deploy-check  also python3-yaml and the Go YAML library
+#                                    (deploy/check.sh: chart rendering, YAML checks)
 set -euo pipefail
 
 PACKAGES=(
@@ -27,6 +29,9 @@ PACKAGES=(
 BENCH_PACKAGES=(
   gnuplot-nox
 )
+DEPLOY_CHECK_PACKAGES=(
+  python3-yaml golang-go golang-k8s-sigs-yaml-dev
+)
 METRICS_CHECK_PACKAGES=(
   prometheus
 )
@@ -39,7 +44,8 @@ for group in "$@"; do
     bench) PACKAGES+=("${BENCH_PACKAGES[@]}") ;;
     cdi-check) PACKAGES+=("${CDI_CHECK_PACKAGES[@]}") ;;
     metrics-check) PACKAGES+=("${METRICS_CHECK_PACKAGES[@]}") ;;
-    *) echo "install-deps: unknown group '$group' (known: bench, cdi-check, metrics-check)" >&2; exit 2 ;;
+    deploy-check) PACKAGES+=("${DEPLOY_CHECK_PACKAGES[@]}") ;;
+    *) echo "install-deps: unknown group '$group' (known: bench, cdi-check, metrics-check, deploy-check)" >&2; exit 2 ;;
   esac
 done
 

@@ -15,13 +15,15 @@
 #                    deps (+ gnuplot) + the latency benchmark (bench/latency):
 #                    policies side by side, recovery, footprint; writes
 #                    docs/benchmarks/latency/results.md and the plot
+#   make bench-load  32 clients x 10,000 operations against the real migd
+#                    (bench/load, docs/benchmarks/load.md); QUICK=1 for a short run
 
 SHELL := /bin/bash
 JOBS ?= 2
 SIM_GPUS ?= a100-40gb:2,h100-80gb:1
 RUN_DIR ?= $(CURDIR)/build/run
 
-.PHONY: all deps deps-test configure build test run demo test-asan test-tsan test-debug clean probe bench-placement bench-latency
+.PHONY: all deps deps-test configure build test run demo test-asan test-tsan test-debug clean probe bench-placement bench-latency bench-load
 
 all: build
 
@@ -40,7 +42,7 @@ build: configure
 	@cmake --build --preset default -j $(JOBS)
 
 test: deps-test build
-	@cd build && ctest --output-on-failure -j $(JOBS) --timeout 600
+	@umask 022 && cd build && ctest --output-on-failure -j $(JOBS) --timeout 600
 
 test-%: deps
 	@cmake --preset $* >/dev/null
@@ -92,3 +94,8 @@ bench-placement:
 bench-latency:
 	@scripts/install-deps.sh bench
 	@bench/latency/run.sh
+
+# The load benchmark (bench/load, docs/benchmarks/load.md): 32 clients x 10,000
+# operations against the real migd on simulated GPUs; QUICK=1 for a short run.
+bench-load: build
+	@bench/load/run.sh $(if $(QUICK),--quick)

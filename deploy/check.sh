@@ -185,6 +185,10 @@ EOF
         cfg="$d/migd.yaml"
         ;;
     esac
+    # migd refuses a config writable by group/other (a checkout under umask
+    # 002 makes 0664 files): check a private copy.
+    install -m 0600 "$cfg" "$d/checked.yaml"
+    cfg="$d/checked.yaml"
     # Root-only paths and the host's /proc and driver go to the temporary
     # directory and the simulator: what is checked is the file's syntax and values.
     MIGD_SIM_STATE="$d/sim/state.json" MIGD_SIM_PROC_ROOT="$d/sim/proc" \

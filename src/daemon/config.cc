@@ -1,10 +1,13 @@
 #include "daemon/config.h"
 
+#include <sys/stat.h>
 #include <sys/un.h>
+#include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -717,7 +720,59 @@ StatusOr<Config> ParseConfig(std::string_view yaml, std::string_view source_view
   return config;
 }
 
+namespace {
+
+// Whoever can change migd's config controls it (where records and CDI specs
+// are written, which group may use the socket, which profiles are handed
+// out), so the file and the directory holding it must be changeable only by
+// migd's own user or root. Checking the directory also closes the window
+// between this check and the read: nobody else can swap the file in between.
+Status CheckConfigFileSafe(const std::string& path) {
+  const uid_t euid = ::geteuid();
+  auto check = [euid, &path](const std::string& what, const std::string& p, bool dir) -> Status {
+    struct stat st {};
+    if (::lstat(p.c_str(), &st) != 0) return ErrnoToStatus(errno, "reading config file " + path);
+    if (S_ISLNK(st.st_mode)) {
+      return FailedPreconditionError("config " + what + " " + p +
+                                     " is a symbolic link; refusing to follow it (point --config "
+                                     "at the file itself)");
+    }
+    if (dir ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode)) {
+      return FailedPreconditionError("config " + what + " " + p + " is not a " +
+                                     (dir ? "directory" : "regular file"));
+    }
+    if (st.st_uid != euid && st.st_uid != 0) {
+      return FailedPreconditionError("config " + what + " " + p + " is owned by uid " +
+                                     std::to_string(st.st_uid) + ", not by root or migd's uid " +
+                                     std::to_string(euid) +
+                                     "; that user could rewrite migd's "
+                                     "configuration. Fix: chown root " +
+                                     p);
+    }
+    // A sticky directory (/tmp) lets others add files but not replace ours.
+    const bool writable = (st.st_mode & (S_IWGRP | S_IWOTH)) != 0;
+    if (writable && !(dir && (st.st_mode & S_ISVTX) != 0)) {
+      char mode[8];
+      std::snprintf(mode, sizeof(mode), "%04o", static_cast<unsigned>(st.st_mode & 07777));
+      return FailedPreconditionError("config " + what + " " + p +
+                                     " is writable by group or others (mode " + mode +
+                                     "); anyone who can write it controls migd. Fix: chmod "
+                                     "go-w " +
+                                     p);
+    }
+    return OkStatus();
+  };
+  const size_t slash = path.rfind('/');
+  const std::string parent =
+      slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+  MIGD_RETURN_IF_ERROR(check("file", path, /*dir=*/false));
+  return check("directory", parent, /*dir=*/true);
+}
+
+}  // namespace
+
 StatusOr<Config> LoadConfigFile(const std::string& path) {
+  MIGD_RETURN_IF_ERROR(CheckConfigFileSafe(path));
   StatusOr<std::string> text = ReadFileToString(path, 1 << 20);
   if (!text.ok()) return text.status().WithContext("reading config file " + path);
   return ParseConfig(*text, path);

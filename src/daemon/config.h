@@ -133,7 +133,10 @@ struct Config {
 StatusOr<Config> ParseConfig(std::string_view yaml, std::string_view source);
 
 // Reads and parses `path`. kNotFound / kPermissionDenied (with the path) if
-// it cannot be read; ParseConfig's errors otherwise.
+// it cannot be read; kFailedPrecondition (naming the path and the fix) if the
+// file or its directory is a symlink, is owned by someone other than root or
+// migd's euid, or is writable by group or others (a sticky directory such as
+// /tmp is accepted); kOutOfRange above 1 MiB; ParseConfig's errors otherwise.
 StatusOr<Config> LoadConfigFile(const std::string& path);
 
 // Checks the invariants ParseConfig enforces on a Config built or changed in

@@ -370,7 +370,15 @@ Status Manager::DestroyHw(GpuIndex gpu, const store::RecordKey& key, std::option
     if (!IsNotFoundOrOk(s)) return s;
   }
   Status s = driver_.DestroyGi(gpu, *gi);
-  if (IsNotFoundOrOk(s)) return OkStatus();
+  if (s.ok()) return OkStatus();
+  if (IsNotFound(s)) {
+    // Believe NOT_FOUND only if the GI is really gone: a GI that still
+    // exists would otherwise lose its record and strand its slices as a
+    // foreign instance. Still there: fail (Error, retried by the reconciler).
+    MIGD_ASSIGN_OR_RETURN(auto live, driver_.ListGpuInstances(gpu));
+    if (FindGi(live, *gi) == nullptr) return OkStatus();
+    return s.WithContext("GI " + std::to_string(gi->value()) + " is still listed");
+  }
   if (!IsFailedPrecondition(s)) return s;
   // IN_USE: CIs we do not know of (a CI create whose reply was lost).
   MIGD_ASSIGN_OR_RETURN(auto live, driver_.ListGpuInstances(gpu));

@@ -1,0 +1,454 @@
+// File: tests/faults/fault_matrix_test.cc
+//
+// NVML fault matrix (issue 8): every NVML function migd calls × the errors it
+// can return, injected through MIGD_SIM_FAULTS (one-shot "@N") into the
+// production NvmlDriver + engine::Manager over libnvidia-ml-sim.so, at each
+// site the function is called from in a fixed scenario:
+//   startup     NvmlDriver::Open + Manager::Create (recovery)
+//   create      Allocate a{1g.5gb}, b{2g.10gb}       (GI + CI create path)
+//   release     Release a                            (no NVML expected)
+//   reuse       Allocate c{1g.5gb}                   (reuses a's instance)
+//   reclaim     Release c, Reclaim{}                 (CI + GI destroy path)
+//   reconcile   ReconcileOnce                        (drift check)
+// A baseline run (no fault) counts each function's calls per site; a cell
+// "fn × error at site" arms fn=ERROR@N with N the first call of fn in that
+// site. Each cell runs in a fresh process (the simulator numbers calls per
+// process): the test re-executes its own binary with --gtest_filter on
+// FaultMatrix.DISABLED_Cell and reads back one JSON row.
+//
+// Per cell the row records: the result of the faulted operation (status code),
+// the instance states right after it, whether records, manager and live
+// layout agree then, the result of the next ReconcileOnce (the fault has
+// healed: it was one-shot) with the states and consistency after it, and
+// whether a new Allocate succeeds. Asserted for every cell (not only via the
+// table): the fault fired; the child neither crashed nor hung; after one
+// reconcile everything is consistent, nothing is Creating/Reclaiming/Deleting
+// or Error, allocation b (Active before the fault) still has its MIG UUID, and
+// the next Allocate succeeds (startup faults: a second Manager::Create
+// succeeds first). Then the whole table must equal the one in
+// docs/reliability.md (between <!-- fault-matrix:begin/end --> markers): a
+// changed outcome of any cell fails the test until the doc is regenerated:
+//   MIGD_FAULT_MATRIX_UPDATE=1 <build>/tests/fault_matrix_test
+// rewrites that table in the source tree. The generated table is also written
+// to $MIGD_FAULT_MATRIX_OUT (default: fault_matrix.md in the current
+// directory).
+#include <gtest/gtest-spi.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <atomic>
+#include <fstream>
+#include <thread>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "base/status_macros.h"
+#include "engine/sim_fixture.h"
+#include "testing/subprocess.h"
+#include "testing/temp_dir.h"
+
+namespace migd::engine {
+namespace {
+
+using driver::NvmlDriver;
+using driver::sim_testing::CallCounts;
+using driver::sim_testing::Delta;
+using driver::sim_testing::SimMachine;
+using ::migd::engine::testing::CountingObserver;
+using ::migd::engine::testing::Req;
+using ::migd::engine::testing::Spec;
+
+const std::vector<std::string>& Errors() {
+  static const auto* const kErrors = new std::vector<std::string>{
+      "GPU_IS_LOST", "TIMEOUT",   "UNKNOWN",       "IN_USE",       "INSUFFICIENT_RESOURCES",
+      "NOT_FOUND",   "INVALID_ARGUMENT", "NOT_SUPPORTED", "NO_PERMISSION"};
+  return *kErrors;
+}
+
+const std::vector<std::string>& Sites() {
+  static const auto* const kSites =
+      new std::vector<std::string>{"startup", "create", "release", "reuse", "reclaim", "reconcile"};
+  return *kSites;
+}
+
+std::string CodeOf(const Status& s) { return std::string(StatusCodeName(s.code())); }
+
+// "Active:1 Idle:1" (empty manager: "none").
+std::string States(const Manager& m) {
+  std::map<std::string, int> n;
+  for (const auto& v : m.List().instances) ++n[std::string(InstanceStateName(v.state))];
+  std::string s;
+  for (const auto& [k, c] : n) s += (s.empty() ? "" : " ") + k + ":" + std::to_string(c);
+  const size_t foreign = m.List().foreign.size();
+  if (foreign != 0) s += (s.empty() ? "" : " ") + std::string("foreign:") + std::to_string(foreign);
+  return s.empty() ? "none" : s;
+}
+
+bool Settled(const Manager& m) {
+  for (const auto& v : m.List().instances) {
+    if (v.state != InstanceState::kActive && v.state != InstanceState::kIdle) return false;
+  }
+  return true;
+}
+
+// ExpectConsistent's verdict without failing the test: "yes" or the first
+// complaint.
+std::string Consistent(Manager& m, driver::GpuDriver& d, store::RecordStore& st) {
+  ::testing::TestPartResultArray failures;
+  {
+    ::testing::ScopedFakeTestPartResultReporter reporter(
+        ::testing::ScopedFakeTestPartResultReporter::INTERCEPT_ONLY_CURRENT_THREAD, &failures);
+    testing::ExpectConsistent(m, d, st);
+  }
+  if (failures.size() == 0) return "yes";
+  std::string msg = failures.GetTestPartResult(0).message();
+  return "NO: " + msg.substr(0, msg.find('\n'));
+}
+
+// ---- The child: one cell (or the baseline) in this fresh process. ----
+
+// Runs the scenario. With `fn` empty: the baseline, recording per-site call
+// counts into row["calls"][site][fn]. Otherwise stops after the site where
+// the injected fault fired, recording the outcome.
+nlohmann::json RunScenario(const std::string& fn, const std::string& err,
+                           const std::string& spec) {
+  nlohmann::json row;
+  std::map<std::string, std::string> env = {{"MIGD_SIM_FSYNC", "0"}};
+  if (!spec.empty()) env["MIGD_SIM_FAULTS"] = spec;
+  SimMachine sim("a100-40gb:1", env);
+  migd::testing::TempDir dir;
+  FakeClock clock;
+  RecordsOwnerSource owners;
+  CountingObserver obs;
+  ManagerOptions opts;
+  opts.boot_id = testing::kSimBoot;
+  std::unique_ptr<NvmlDriver> drv;
+  std::unique_ptr<store::RecordStore> st;
+  std::unique_ptr<Manager> mgr;
+
+  auto fired = [&](const CallCounts& delta) {
+    for (const auto& [k, v] : delta) {
+      if (k.first == fn && k.second != "SUCCESS" && v > 0) return true;
+    }
+    return false;
+  };
+  auto open_all = [&]() -> Status {
+    if (drv == nullptr) {
+      auto d = NvmlDriver::Open(MIGD_SIM_LIBRARY);
+      if (!d.ok()) return d.status();
+      drv = std::move(*d);
+    }
+    if (st == nullptr) {
+      auto s = testing::OpenSimStore(dir.Join("state"), clock, /*sync=*/false);
+      if (!s.ok()) return s.status();
+      st = std::move(*s);
+    }
+    auto m = Manager::Create(opts, *drv, *st, clock, owners, &obs);
+    if (!m.ok()) return m.status();
+    mgr = std::move(*m);
+    return OkStatus();
+  };
+  std::string b_uuid;
+  // Each site: its operation, returning the first non-OK status.
+  std::vector<std::pair<std::string, std::function<Status()>>> steps = {
+      {"startup", open_all},
+      {"create",
+       [&]() -> Status {
+         auto a = mgr->Allocate(Req("a", {Spec("1g.5gb")}));
+         if (!a.ok()) return a.status();
+         auto b = mgr->Allocate(Req("b", {Spec("2g.10gb")}));
+         if (!b.ok()) return b.status();
+         b_uuid = b->instances[0].mig_uuid.value();
+         return OkStatus();
+       }},
+      {"release", [&]() -> Status { return mgr->Release("a"); }},
+      {"reuse",
+       [&]() -> Status {
+         auto c = mgr->Allocate(Req("c", {Spec("1g.5gb")}));
+         return c.ok() ? OkStatus() : c.status();
+       }},
+      {"reclaim",
+       [&]() -> Status {
+         MIGD_RETURN_IF_ERROR(mgr->Release("c"));
+         // A destroy that fails leaves its instance in Error (r->failed):
+         // reported through the states column, not as the call's result.
+         auto r = mgr->Reclaim({});
+         return r.ok() ? OkStatus() : r.status();
+       }},
+      {"reconcile",
+       [&]() -> Status {
+         auto r = mgr->ReconcileOnce();
+         return r.ok() ? OkStatus() : r.status();
+       }},
+  };
+  for (const auto& [site, step] : steps) {
+    const CallCounts before = sim.Counts();
+    const Status s = step();
+    const CallCounts delta = Delta(before, sim.Counts());
+    if (fn.empty()) {
+      if (!s.ok()) {
+        row["error"] = site + ": " + s.ToString();
+        return row;
+      }
+      for (const auto& [k, v] : delta) {
+        nlohmann::json& n = row["calls"][site][k.first];
+        n = (n.is_null() ? uint64_t{0} : n.get<uint64_t>()) + v;
+      }
+      continue;
+    }
+    // A failed nvmlInit_v2 counts nothing in the state file: recognise the
+    // injected error in the status instead.
+    const bool hit =
+        fired(delta) ||
+        (!s.ok() && s.message().find(fn + " ") != std::string::npos &&
+         s.message().find("NVML_ERROR_" + err) != std::string::npos);
+    if (!hit) {
+      if (!s.ok()) {
+        row["error"] = "site " + site + " failed without the fault: " + s.ToString();
+        return row;
+      }
+      continue;
+    }
+    row["site"] = site;
+    row["result"] = CodeOf(s);
+    row["message"] = s.message();
+    if (site == "startup") {
+      if (mgr == nullptr) {
+        // The fault has healed (one-shot): a restart must work.
+        const Status again = open_all();
+        row["restart"] = CodeOf(again);
+        if (!again.ok()) {
+          row["restart_message"] = again.ToString();
+          return row;
+        }
+      } else {
+        row["restart"] = "not needed";
+      }
+    }
+    row["states_after"] = States(*mgr);
+    row["consistent_after"] = Consistent(*mgr, *drv, *st);
+    auto rep = mgr->ReconcileOnce();
+    row["reconcile"] = rep.ok() ? "OK" : CodeOf(rep.status());
+    if (rep.ok()) {
+      std::string what;
+      auto add = [&what](const char* name, uint64_t n) {
+        if (n != 0) what += (what.empty() ? "" : " ") + std::string(name) + "=" + std::to_string(n);
+      };
+      add("errors_cleaned", rep->errors_cleaned);
+      add("errors_remaining", rep->errors_remaining);
+      add("drift_vanished", rep->drift_vanished);
+      add("foreign_appeared", rep->drift_foreign_appeared);
+      add("pending_record_removals", rep->pending_record_removals);
+      row["reconcile_did"] = what.empty() ? "nothing" : what;
+    }
+    row["states_reconciled"] = States(*mgr);
+    row["settled"] = Settled(*mgr);
+    row["consistent_reconciled"] = Consistent(*mgr, *drv, *st);
+    if (!b_uuid.empty()) {
+      bool kept = false;
+      for (const auto& v : mgr->List().instances) {
+        kept |= v.mig_uuid.value() == b_uuid && v.state == InstanceState::kActive &&
+                v.request_id == "b";
+      }
+      row["active_kept"] = kept;
+    }
+    auto next = mgr->Allocate(Req("next", {Spec("1g.5gb")}));
+    row["next_allocate"] = next.ok() ? "OK" : CodeOf(next.status());
+    if (!next.ok()) row["next_message"] = next.status().ToString();
+    return row;
+  }
+  if (!fn.empty()) row["site"] = "none";
+  return row;
+}
+
+// Not run by default: the parent test runs it in a child process.
+TEST(FaultMatrix, DISABLED_Cell) {
+  const char* cell = std::getenv("MIGD_FAULT_CELL");
+  const char* out = std::getenv("MIGD_FAULT_ROW");
+  ASSERT_TRUE(cell != nullptr && out != nullptr) << "run by FaultMatrix.AllCells";
+  const std::string c = cell;
+  const std::string fn = c == "baseline" ? "" : c.substr(0, c.find('='));
+  const std::string err =
+      c == "baseline" ? "" : c.substr(c.find('=') + 1, c.find('@') - c.find('=') - 1);
+  nlohmann::json row = RunScenario(fn, err, c == "baseline" ? "" : c);
+  std::ofstream(out) << row.dump();
+}
+
+// ---- The parent. ----
+
+std::string SelfExe() { return std::filesystem::read_symlink("/proc/self/exe").string(); }
+
+nlohmann::json RunCell(const std::string& cell, const std::string& scratch) {
+  const std::string row_path = scratch + "/row.json";
+  std::filesystem::remove(row_path);
+  migd::testing::CommandResult r = migd::testing::RunCommand(
+      {SelfExe(), "--gtest_also_run_disabled_tests", "--gtest_filter=FaultMatrix.DISABLED_Cell"},
+      scratch, {{"MIGD_FAULT_CELL", cell}, {"MIGD_FAULT_ROW", row_path}});
+  nlohmann::json row;
+  std::ifstream in(row_path);
+  if (in) row = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (r.exit_code != 0 || row.is_discarded() || row.is_null()) {
+    nlohmann::json bad;
+    bad["child_failed"] = "exit " + std::to_string(r.exit_code) + ": " +
+                          r.out.substr(r.out.size() > 2000 ? r.out.size() - 2000 : 0) + r.err;
+    return bad;
+  }
+  return row;
+}
+
+std::string Cellv(const nlohmann::json& row, const char* key) {
+  if (!row.contains(key)) return "";
+  const auto& v = row.at(key);
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_boolean()) return v.get<bool>() ? "yes" : "NO";
+  return v.dump();
+}
+
+// Known gap (reported, pinned by the expectation table, not asserted away): a
+// one-shot fault in a per-GPU query during startup makes recovery skip that
+// GPU, and nothing re-discovers it before a restart, so the next Allocate
+// finds no GPU with the profile.
+bool KnownGap(const std::string& site, const nlohmann::json& row) {
+  const std::string msg = row.value("next_message", "");
+  return site == "startup" && Cellv(row, "result") == "OK" &&
+         (msg.find("is not a profile of any GPU") != std::string::npos ||
+          msg.find("no GPUs in the input") != std::string::npos);
+}
+
+// Known finding (reported to the engine's owner; docs/reliability.md): GI
+// destroy answering NOT_FOUND is taken as "already gone" — the record is
+// removed without checking the live layout. When the GI in fact still exists
+// (the injected fault has no effect), it is left untracked until the next
+// reconcile, which preserves it as foreign: its slices are stranded until an
+// operator destroys it. Fix: after NOT_FOUND, re-list the GPU's GIs and keep
+// the instance (Error, retried) if its GI id is still live.
+TEST(FaultMatrix, AllCells) {
+  migd::testing::TempDir scratch;
+  const nlohmann::json base = RunCell("baseline", scratch.path());
+  ASSERT_FALSE(base.contains("child_failed")) << base.dump();
+  ASSERT_FALSE(base.contains("error")) << base.dump();
+  ASSERT_TRUE(base.contains("calls")) << base.dump();
+  // fn -> site -> calls, and each fn's calls before a site.
+  std::map<std::string, std::map<std::string, uint64_t>> calls;
+  for (const std::string& site : Sites()) {
+    if (!base["calls"].contains(site)) continue;
+    for (const auto& [fn, n] : base["calls"][site].items()) calls[fn][site] = n.get<uint64_t>();
+  }
+  std::cout << "NVML functions called in the scenario: " << calls.size() << std::endl;
+
+  std::ostringstream md;
+  md << "| NVML function | site (call #) | injected | operation result | states after | "
+        "consistent after | reconcile | states after reconcile | next Allocate |\n"
+     << "|---|---|---|---|---|---|---|---|---|\n";
+  // The cells, run 4 at a time (each child mostly waits on the file system).
+  struct Cell {
+    std::string fn, site, err, spec;
+    uint64_t n = 0;
+    nlohmann::json row;
+  };
+  std::vector<Cell> cells;
+  for (const auto& [fn, sites] : calls) {
+    uint64_t before = 0;
+    for (const std::string& site : Sites()) {
+      auto it = sites.find(site);
+      if (it == sites.end() || it->second == 0) continue;
+      const uint64_t n = before + 1;
+      before += it->second;
+      for (const std::string& err : Errors()) {
+        cells.push_back({fn, site, err, fn + "=" + err + "@" + std::to_string(n), n, {}});
+      }
+    }
+  }
+  {
+    std::atomic<size_t> next{0};
+    std::vector<std::thread> workers;
+    for (int w = 0; w < 4; ++w) {
+      workers.emplace_back([&, w] {
+        const std::string dir = scratch.Join("w" + std::to_string(w));
+        std::filesystem::create_directories(dir);
+        for (size_t i = next++; i < cells.size(); i = next++) {
+          cells[i].row = RunCell(cells[i].spec, dir);
+        }
+      });
+    }
+    for (std::thread& t : workers) t.join();
+  }
+  for (const Cell& c : cells) {
+    const nlohmann::json& row = c.row;
+    SCOPED_TRACE(c.spec + " (expected site " + c.site + ")");
+    EXPECT_FALSE(row.contains("child_failed")) << row.dump();
+    EXPECT_FALSE(row.contains("error")) << row.dump();
+    EXPECT_EQ(Cellv(row, "site"), c.site) << row.dump();
+    if (Cellv(row, "restart") != "" && Cellv(row, "restart") != "not needed") {
+      EXPECT_EQ(Cellv(row, "restart"), "OK") << "restart after a startup fault: " << row.dump();
+    }
+    EXPECT_EQ(Cellv(row, "reconcile"), "OK") << row.dump();
+    EXPECT_EQ(Cellv(row, "settled"), "yes") << "transitional or Error after one reconcile: "
+                                            << row.dump();
+    // Including nvmlGpuInstanceDestroy = NOT_FOUND while the GI still exists:
+    // migd re-lists the GIs and keeps the instance in Error instead of
+    // dropping its record (which stranded the GI as foreign before).
+    EXPECT_EQ(Cellv(row, "consistent_after"), "yes") << row.dump();
+    EXPECT_EQ(Cellv(row, "consistent_reconciled"), "yes") << row.dump();
+    if (row.contains("active_kept")) {
+      EXPECT_EQ(Cellv(row, "active_kept"), "yes") << "Active b lost: " << row.dump();
+    }
+    if (!KnownGap(c.site, row)) {
+      EXPECT_EQ(Cellv(row, "next_allocate"), "OK") << row.dump();
+    }
+    std::string result = Cellv(row, "result");
+    if (Cellv(row, "restart") != "" && Cellv(row, "restart") != "not needed") {
+      result += ", restart " + Cellv(row, "restart");
+    }
+    std::string reconcile = Cellv(row, "reconcile");
+    if (row.contains("reconcile_did")) reconcile += " (" + Cellv(row, "reconcile_did") + ")";
+    std::string next = Cellv(row, "next_allocate");
+    if (KnownGap(c.site, row)) next += " (GPU dropped at startup, see below)";
+    md << "| " << c.fn << " | " << c.site << " (#" << c.n << ") | " << c.err << " | " << result
+       << " | " << Cellv(row, "states_after") << " | " << Cellv(row, "consistent_after") << " | "
+       << reconcile << " | " << Cellv(row, "states_reconciled") << " | " << next << " |\n";
+  }
+  std::cout << cells.size() << " cells" << std::endl;
+  const std::string table = md.str();
+  const char* out = std::getenv("MIGD_FAULT_MATRIX_OUT");
+  std::ofstream(out != nullptr && *out != '\0' ? out : "fault_matrix.md") << table;
+
+  // The expectation is the table in docs/reliability.md, between the markers.
+  const std::string doc_path = MIGD_RELIABILITY_DOC;
+  std::string doc;
+  {
+    std::ifstream in(doc_path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    doc = ss.str();
+  }
+  const std::string begin_marker = "<!-- fault-matrix:begin -->\n";
+  const std::string end_marker = "<!-- fault-matrix:end -->";
+  const size_t b = doc.find(begin_marker);
+  const size_t e = doc.find(end_marker);
+  ASSERT_TRUE(b != std::string::npos && e != std::string::npos && b < e)
+      << doc_path << " lacks the fault-matrix markers";
+  const size_t body = b + begin_marker.size();
+  const char* update = std::getenv("MIGD_FAULT_MATRIX_UPDATE");
+  if (update != nullptr && std::string(update) == "1") {
+    doc.replace(body, e - body, table);
+    std::ofstream(doc_path) << doc;
+    std::cout << "rewrote the table in " << doc_path << std::endl;
+    return;
+  }
+  EXPECT_EQ(doc.substr(body, e - body), table)
+      << "the fault matrix differs from " << doc_path
+      << "; if the change is intended, regenerate it: MIGD_FAULT_MATRIX_UPDATE=1 "
+         "<build>/tests/fault_matrix_test";
+}
+
+}  // namespace
+}  // namespace migd::engine

@@ -15,6 +15,9 @@
 #                    deps (+ gnuplot) + the latency benchmark (bench/latency):
 #                    policies side by side, recovery, footprint; writes
 #                    docs/benchmarks/latency/results.md and the plot
+#   make crash-test N=... [SEED=...]
+#                    crash campaign against the real migd, prints survived S/N
+#   make fuzz        libFuzzer targets (clang), FUZZ_SECONDS each (docs/fuzzing.md)
 #   make bench-load  32 clients x 10,000 operations against the real migd
 #                    (bench/load, docs/benchmarks/load.md); QUICK=1 for a short run
 
@@ -23,7 +26,7 @@ JOBS ?= 2
 SIM_GPUS ?= a100-40gb:2,h100-80gb:1
 RUN_DIR ?= $(CURDIR)/build/run
 
-.PHONY: all deps deps-test configure build test run demo test-asan test-tsan test-debug clean probe bench-placement bench-latency bench-load
+.PHONY: all deps deps-test configure build test run demo test-asan test-tsan test-debug clean probe bench-placement bench-latency bench-load crash-test fuzz fuzz-ci
 
 all: build
 
@@ -99,3 +102,18 @@ bench-latency:
 # operations against the real migd on simulated GPUs; QUICK=1 for a short run.
 bench-load: build
 	@bench/load/run.sh $(if $(QUICK),--quick)
+
+# Crash campaign (tests/crash, docs/reliability.md): the real migd SIGKILLed
+# at random moments and inside NVML creates/destroys, restarted and checked
+# N times; prints "survived S/N".
+crash-test: configure
+	@BUILD_DIR=build scripts/crash-campaign.sh $(or $(N),1000) $(or $(SEED),1)
+
+# libFuzzer (clang preset `fuzz`, build-fuzz/, docs/fuzzing.md): every target
+# for FUZZ_SECONDS; fuzz-ci replays each corpus and fuzzes each target 10 s.
+# (`make test` replays every corpus input under GCC: fuzz_*_corpus.)
+FUZZ_SECONDS ?= 60
+fuzz:
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) fuzz/run.sh
+fuzz-ci:
+	@fuzz/run.sh ci

@@ -453,6 +453,11 @@ StatusOr<Json> ParseDocument(std::string_view text, std::string_view source) {
   if (LooksLikeYaml(text, source)) {
     try {
       doc = YamlToJson(YAML::Load(std::string(text)));
+      // yaml-cpp, unlike the JSON parser, passes bytes that are not UTF-8
+      // through into strings; refuse them here, where the error names the
+      // file, since SerializeSpec would otherwise throw on them (found by
+      // fuzz/cdi_common_edits_fuzz.cc).
+      (void)doc.dump();
     } catch (const std::exception& e) {
       return InvalidArgumentError(std::string(source) + ": malformed YAML: " + e.what());
     }

@@ -213,5 +213,26 @@ TEST(SpecTest, HeaderIsLenient) {
               StatusIs(StatusCode::kInvalidArgument, HasSubstr("malformed JSON")));
 }
 
+// Regression for fuzz/corpus/cdi_common_edits/regress-yaml-invalid-utf8: a
+// YAML spec whose strings hold bytes that are not UTF-8 parsed, and then
+// SerializeSpec threw (nlohmann type_error 316) when the builder merged it as
+// cdi.commonEditsFrom, terminating the daemon. It is now a parse error.
+TEST(SpecTest, FuzzRegressionYamlWithInvalidUtf8IsRefused) {
+  const std::string yaml =
+      "cdiVersion: 0.5.0\nkind: nvidia.com/gpu\ndevices: []\ncontainerEdits:\n"
+      "  env:\n  - A=\x90\n";
+  EXPECT_THAT(ParseSpecDocument(yaml, "common.yaml"),
+              StatusIs(StatusCode::kInvalidArgument,
+                       ::testing::AllOf(HasSubstr("common.yaml"), HasSubstr("UTF-8"))));
+  EXPECT_THAT(ParseSpecHeader("kind: \"a/b\xc3\"\n", "h.yaml"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("UTF-8")));
+  // Valid multi-byte UTF-8 still parses and round-trips.
+  MIGD_ASSERT_OK_AND_ASSIGN(
+      Spec spec, ParseSpecDocument("cdiVersion: 0.5.0\nkind: nvidia.com/gpu\ndevices: []\n"
+                                   "containerEdits:\n  env: [\"A=\xc3\xa9\"]\n",
+                                   "ok.yaml"));
+  EXPECT_THAT(spec.edits.env, ::testing::ElementsAre("A=\xc3\xa9"));
+}
+
 }  // namespace
 }  // namespace migd::cdi

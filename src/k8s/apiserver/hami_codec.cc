@@ -2,9 +2,13 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdint>
 #include <ctime>
 #include <exception>
+#include <limits>
 #include <map>
+#include <stdexcept>
+#include <string>
 #include <utility>
 
 #include "mig/catalog.h"
@@ -35,6 +39,26 @@ std::vector<std::string_view> Split(std::string_view s, char sep) {
   return out;
 }
 
+// The integer field `key` of `obj`, or `absent` when it is missing. nlohmann's
+// get<int>() converts any number with a plain cast, so a float or an
+// out-of-range integer (e.g. "start": 4e24) wrapped or was undefined
+// behaviour (found by fuzz/hami_codec_fuzz.cc); like Go's json.Unmarshal into
+// an int, only an integer that fits is accepted. Throws std::out_of_range
+// otherwise (the caller turns it into kInvalidArgument).
+template <typename T>
+T IntField(const nlohmann::json& obj, const char* key, T absent) {
+  auto it = obj.find(key);
+  if (it == obj.end()) return absent;
+  if (it->is_number_unsigned()) {
+    const uint64_t v = it->get<uint64_t>();
+    if (v <= static_cast<uint64_t>(std::numeric_limits<T>::max())) return static_cast<T>(v);
+  } else if (it->is_number_integer()) {
+    const int64_t v = it->get<int64_t>();
+    if (std::in_range<T>(v)) return static_cast<T>(v);
+  }
+  throw std::out_of_range(std::string(key) + ": " + it->dump() + " is not an integer in range");
+}
+
 }  // namespace
 
 StatusOr<std::vector<MigAllocation>> DecodeMigAllocations(std::string_view text) {
@@ -55,23 +79,23 @@ StatusOr<std::vector<MigAllocation>> DecodeMigAllocations(std::string_view text)
     MigAllocation a;
     try {
       if (!e.is_object()) return InvalidArgumentError(Elem(i) + ": not an object");
-      a.container_index = e.value("containerIndex", 0);
-      a.device_index = e.value("deviceIndex", 0);
+      a.container_index = IntField(e, "containerIndex", 0);
+      a.device_index = IntField(e, "deviceIndex", 0);
       a.gpu_uuid = e.value("gpuUUID", "");
       a.profile = e.value("profile", "");
       if (e.contains("placement") && e["placement"].is_object()) {
-        a.placement.start = e["placement"].value("start", 0u);
-        a.placement.size = e["placement"].value("size", 0u);
+        a.placement.start = IntField(e["placement"], "start", 0u);
+        a.placement.size = IntField(e["placement"], "size", 0u);
       }
       if (e.contains("migUUID") && !e["migUUID"].is_null()) {
         a.mig_uuid = e["migUUID"].get<std::string>();
         if (a.mig_uuid->empty()) a.mig_uuid.reset();  // Go's omitempty: "" = absent
       }
       if (e.contains("gpuInstanceID") && !e["gpuInstanceID"].is_null()) {
-        a.gpu_instance_id = e["gpuInstanceID"].get<uint32_t>();
+        a.gpu_instance_id = IntField<uint32_t>(e, "gpuInstanceID", 0);
       }
       if (e.contains("computeInstanceID") && !e["computeInstanceID"].is_null()) {
-        a.compute_instance_id = e["computeInstanceID"].get<uint32_t>();
+        a.compute_instance_id = IntField<uint32_t>(e, "computeInstanceID", 0);
       }
     } catch (const std::exception& ex) {
       return InvalidArgumentError(Elem(i) + ": wrong field type: " + ex.what());

@@ -73,6 +73,32 @@ TEST(MigAllocationsTest, RejectsWhatHamiRejects) {
   EXPECT_THAT(bad("[3]"), StatusIs(StatusCode::kInvalidArgument, HasSubstr("not an object")));
 }
 
+// Regression for fuzz/corpus/hami_codec/regress-float-placement: numbers
+// that are not integers of the field's range (a float far out of range was
+// undefined behaviour, negative or huge integers wrapped) are refused, as Go's
+// json.Unmarshal refuses them.
+TEST(MigAllocationsTest, FuzzRegressionNonIntegerNumbersAreRefused) {
+  const std::string head = R"([{"gpuUUID":"GPU-a","profile":"1g.10gb",)";
+  for (const std::string bad : {R"("placement":{"start":4e24,"size":1})",
+                                R"("placement":{"start":0,"size":1.5})",
+                                R"("placement":{"start":-1,"size":1})",
+                                R"("placement":{"start":0,"size":4294967296})",
+                                R"("placement":{"start":0,"size":1},"containerIndex":2147483648)",
+                                R"("placement":{"start":0,"size":1},"deviceIndex":"0")",
+                                R"("placement":{"start":0,"size":1},"migUUID":"MIG-b",)"
+                                R"("gpuInstanceID":-3,"computeInstanceID":0)"}) {
+    EXPECT_THAT(DecodeMigAllocations(head + bad + "}]"),
+                StatusIs(StatusCode::kInvalidArgument, HasSubstr("wrong field type")))
+        << bad;
+  }
+  MIGD_ASSERT_OK_AND_ASSIGN(
+      std::vector<MigAllocation> ok,
+      DecodeMigAllocations(head + R"("placement":{"start":4,"size":4},"containerIndex":-1})" + "]"));
+  ASSERT_EQ(ok.size(), 1u);
+  EXPECT_EQ(ok[0].placement.start, 4u);
+  EXPECT_EQ(ok[0].container_index, -1);
+}
+
 TEST(PodDevicesTest, DecodesAndEncodesHamiFormat) {
   MIGD_ASSERT_OK_AND_ASSIGN(PodDevices d, DecodePodDevices("GPU-abc,NVIDIA,9984,29:;"));
   ASSERT_EQ(d.size(), 1u);

@@ -25,6 +25,7 @@
 #include "k8s/podresources/testing/fake_pod_resources.h"
 #include "migd/v1/migd.grpc.pb.h"
 #include "testing/daemon_process.h"
+#include "testing/eventually.h"
 #include "testing/status_matchers.h"
 #include "testing/temp_dir.h"
 
@@ -34,22 +35,12 @@ namespace {
 using ::migd::testing::DaemonExit;
 using ::migd::testing::DaemonOptions;
 using ::migd::testing::DaemonProcess;
+using ::migd::testing::Eventually;
 using ::migd::testing::TempDir;
 using ::migd::testing::WriteFileOrDie;
 using ::testing::HasSubstr;
 
 constexpr auto kRpcDeadline = std::chrono::seconds(30);
-constexpr auto kPollDeadline = std::chrono::seconds(60);
-
-template <typename F>
-bool Eventually(F cond) {
-  const auto deadline = std::chrono::steady_clock::now() + kPollDeadline;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return cond();
-}
 
 k8s::PodResourcesEntry KubeletPod(const std::string& name, const std::string& resource) {
   return k8s::PodResourcesEntry{.pod_namespace = "ml",

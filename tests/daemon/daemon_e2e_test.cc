@@ -30,6 +30,7 @@
 #include "base/file_util.h"
 #include "migd/v1/migd.grpc.pb.h"
 #include "testing/daemon_process.h"
+#include "testing/eventually.h"
 #include "testing/status_matchers.h"
 #include "testing/temp_dir.h"
 
@@ -39,26 +40,13 @@ namespace {
 using ::migd::testing::DaemonExit;
 using ::migd::testing::DaemonOptions;
 using ::migd::testing::DaemonProcess;
+using ::migd::testing::Eventually;
 using ::migd::testing::TempDir;
 using ::migd::testing::WriteFileOrDie;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
 constexpr auto kRpcDeadline = std::chrono::seconds(30);
-// Generous: the build hosts are shared; this bounds a wait, it is not a
-// performance expectation.
-constexpr auto kPollDeadline = std::chrono::seconds(60);
-
-// Polls `cond` until true or kPollDeadline.
-template <typename F>
-bool Eventually(F cond) {
-  const auto deadline = std::chrono::steady_clock::now() + kPollDeadline;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return cond();
-}
 
 class DaemonE2eTest : public ::testing::Test {
  protected:

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "k8s/testing/fake_kubelet.h"
+#include "testing/eventually.h"
 #include "testing/status_matchers.h"
 #include "testing/temp_dir.h"
 
@@ -106,14 +107,8 @@ AdvertisedDevice Dev(std::string id, bool healthy = true,
   return d;
 }
 
-// Polls `condition` with a generous deadline.
 bool Eventually(const std::function<bool()>& condition) {
-  const auto deadline = std::chrono::steady_clock::now() + kWait;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return condition();
+  return ::migd::testing::Eventually(condition, kWait);
 }
 
 bool Exists(const std::string& path) {

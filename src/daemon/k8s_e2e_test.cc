@@ -59,17 +59,12 @@ class DaemonK8sE2eTest : public ::testing::Test {
   std::string KubeletDir() const { return dir_.Join("kubelet"); }
 
   std::map<std::string, std::string> Env() const {
-    return {{"MIGD_SIM_STATE", dir_.Join("sim/state.json")},
-            {"MIGD_SIM_PROC_ROOT", dir_.Join("sim/proc")},
-            {"MIGD_SIM_FSYNC", "0"},
-            {"MIGD_SIM_GPUS", ""},
-            {"MIGD_SIM_FAULTS", ""},
-            {"MIGD_SIM_LATENCY_MS", ""},
-            {"MIGD_SIM_GI_IDS", ""},
-            {"NOTIFY_SOCKET", ""},
-            {"NODE_NAME", ""},
-            {"KUBERNETES_SERVICE_HOST", ""},
-            {"KUBERNETES_SERVICE_PORT", ""}};
+    std::map<std::string, std::string> env = migd::testing::SimulatedMachineEnv(dir_.Join("sim"));
+    // Nothing of a real cluster may leak in.
+    env["NODE_NAME"] = "";
+    env["KUBERNETES_SERVICE_HOST"] = "";
+    env["KUBERNETES_SERVICE_PORT"] = "";
+    return env;
   }
 
   std::vector<std::string> Args(const std::string& config = "") const {

@@ -49,6 +49,17 @@ const std::string& SimLibraryPath() {
   return *kPath;
 }
 
+std::map<std::string, std::string> SimulatedMachineEnv(const std::string& sim_dir) {
+  return {{"MIGD_SIM_STATE", sim_dir + "/state.json"},
+          {"MIGD_SIM_PROC_ROOT", sim_dir + "/proc"},
+          {"MIGD_SIM_FSYNC", "0"},
+          {"MIGD_SIM_GPUS", ""},
+          {"MIGD_SIM_FAULTS", ""},
+          {"MIGD_SIM_LATENCY_MS", ""},
+          {"MIGD_SIM_GI_IDS", ""},
+          {"NOTIFY_SOCKET", ""}};
+}
+
 bool SocketAccepts(const std::string& path) {
   sockaddr_un addr{};
   if (path.size() >= sizeof(addr.sun_path)) return false;

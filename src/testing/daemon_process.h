@@ -126,6 +126,12 @@ class DaemonProcess {
 // True if something accepts connections on the unix socket at `path` now.
 bool SocketAccepts(const std::string& path);
 
+// The environment of a migd --simulate whose simulated machine lives under
+// `sim_dir` (state.json and proc/), shared by every migd a test starts so a
+// restart sees the same hardware; fsync off; every other simulator knob and
+// NOTIFY_SOCKET cleared so the caller's environment cannot leak in.
+std::map<std::string, std::string> SimulatedMachineEnv(const std::string& sim_dir);
+
 }  // namespace migd::testing
 
 #endif  // MIGD_TESTING_DAEMON_PROCESS_H_

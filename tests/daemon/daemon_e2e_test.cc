@@ -58,10 +58,7 @@ class DaemonE2eTest : public ::testing::Test {
   // The simulator's knobs: one state file and proc root for every migd this
   // test starts, so that a restart sees the same machine.
   std::map<std::string, std::string> Env() const {
-    return {{"MIGD_SIM_STATE", SimState()}, {"MIGD_SIM_PROC_ROOT", dir_.Join("sim/proc")},
-            {"MIGD_SIM_FSYNC", "0"},        {"MIGD_SIM_GPUS", ""},
-            {"MIGD_SIM_FAULTS", ""},        {"MIGD_SIM_LATENCY_MS", ""},
-            {"MIGD_SIM_GI_IDS", ""},        {"NOTIFY_SOCKET", ""}};
+    return migd::testing::SimulatedMachineEnv(dir_.Join("sim"));
   }
 
   std::vector<std::string> Args(const std::string& gpus = "a100-40gb:2") const {

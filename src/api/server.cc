@@ -2,6 +2,8 @@
 
 #include <errno.h>
 #include <grp.h>
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -13,8 +15,10 @@
 #include <system_error>
 #include <vector>
 
+#include <grpcpp/server_posix.h>
 #include <spdlog/spdlog.h>
 
+#include "api/peer.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
 
@@ -159,41 +163,136 @@ StatusOr<std::unique_ptr<ApiServer>> ApiServer::Start(const ApiServerOptions& op
 
   std::unique_ptr<ApiServer> server(new ApiServer(options, service));
   {
-    // The socket is created by bind() inside BuildAndStart: 0600 at most.
-    UmaskGuard umask_guard(0177);
+    // No listening port: connections are accepted below and handed over
+    // with AddInsecureChannelFromFd, after their credentials are read.
     grpc::ServerBuilder builder;
-    builder.AddListeningPort("unix:" + path, grpc::InsecureServerCredentials());
     builder.SetMaxReceiveMessageSize(options.max_receive_bytes);
     builder.RegisterService(service);
     server->server_ = builder.BuildAndStart();
   }
   if (server->server_ == nullptr) {
-    return UnavailableError("cannot listen on unix:" + path +
-                            " (gRPC bind failed; see the log above)");
+    return UnavailableError("cannot start the gRPC server for " + path + " (see the log above)");
   }
-  if (::lstat(path.c_str(), &st) != 0) {
-    const int err = errno;
-    server->Stop(std::chrono::milliseconds(0), /*end_watches=*/false);
-    return InternalError("the socket " + path + " is missing after bind: " + Errno(err));
-  }
-  server->socket_dev_ = st.st_dev;
-  server->socket_ino_ = st.st_ino;
-  if (gid && ::chown(path.c_str(), static_cast<uid_t>(-1), *gid) != 0) {
-    const int err = errno;
-    server->Stop(std::chrono::milliseconds(0), /*end_watches=*/false);
-    return FailedPreconditionError("cannot give " + path + " to group " + *options.group + ": " +
-                                   Errno(err));
-  }
-  if (::chmod(path.c_str(), options.mode) != 0) {
-    const int err = errno;
-    server->Stop(std::chrono::milliseconds(0), /*end_watches=*/false);
-    return InternalError("chmod " + Octal(options.mode) + " " + path + ": " + Errno(err));
-  }
+  MIGD_RETURN_IF_ERROR(server->Listen(gid));
   spdlog::info("API listening{}", Fields()
                                       .Add("socket", path)
                                       .Add("mode", Octal(options.mode))
                                       .Add("group", options.group.value_or("")));
   return server;
+}
+
+Status ApiServer::Listen(std::optional<gid_t> gid) {
+  const std::string& path = options_.socket_path;
+  auto fail = [this](Status status) {
+    Stop(std::chrono::milliseconds(0), /*end_watches=*/false);
+    return status;
+  };
+  listen_fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (listen_fd_ < 0) return fail(InternalError("socket(AF_UNIX): " + Errno(errno)));
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  {
+    // bind() creates the socket file: 0600 at most, even briefly.
+    UmaskGuard umask_guard(0177);
+    if (::bind(listen_fd_, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0) {
+      const int err = errno;
+      return fail(UnavailableError("cannot listen on unix:" + path + ": bind: " + Errno(err)));
+    }
+  }
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) {
+    const int err = errno;
+    return fail(InternalError("the socket " + path + " is missing after bind: " + Errno(err)));
+  }
+  socket_dev_ = st.st_dev;
+  socket_ino_ = st.st_ino;
+  bound_ = true;
+  // Group and mode before listen(): until then a connect is refused, so no
+  // one connects through wider-than-intended permissions.
+  if (gid && ::chown(path.c_str(), static_cast<uid_t>(-1), *gid) != 0) {
+    const int err = errno;
+    return fail(FailedPreconditionError("cannot give " + path + " to group " + *options_.group +
+                                        ": " + Errno(err)));
+  }
+  if (::chmod(path.c_str(), options_.mode) != 0) {
+    const int err = errno;
+    return fail(InternalError("chmod " + Octal(options_.mode) + " " + path + ": " + Errno(err)));
+  }
+  if (::listen(listen_fd_, kListenBacklog) != 0) {
+    const int err = errno;
+    return fail(UnavailableError("cannot listen on unix:" + path + ": listen: " + Errno(err)));
+  }
+  wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (wake_fd_ < 0) return fail(InternalError("eventfd: " + Errno(errno)));
+  accept_thread_ = std::thread([this] { AcceptLoop(); });
+  return OkStatus();
+}
+
+void ApiServer::AcceptLoop() {
+  pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+  bool warned_fd_limit = false;
+  for (;;) {
+    fds[0].revents = fds[1].revents = 0;
+    const int rc = ::poll(fds, 2, -1);
+    if (rc < 0) {
+      if (errno == EINTR) continue;
+      spdlog::error("API accept loop stopped: no new connections{}",
+                    Fields().Add("socket", options_.socket_path).Add("error", Errno(errno)));
+      return;
+    }
+    if (fds[1].revents != 0) return;  // Stop()
+    if (fds[0].revents == 0) continue;
+    for (;;) {
+      const int conn = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (conn >= 0) {
+        warned_fd_limit = false;
+        ServeConnection(conn);
+        continue;
+      }
+      const int err = errno;
+      if (err == EINTR || err == ECONNABORTED) continue;
+      if (err == EAGAIN || err == EWOULDBLOCK) break;
+      if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
+        // The pending connection stays queued; wait for descriptors to be
+        // freed (or for Stop) instead of spinning on poll().
+        if (!warned_fd_limit) {
+          spdlog::warn("API cannot accept connections: out of file descriptors or memory; "
+                       "raise LimitNOFILE or find the client that holds connections{}",
+                       Fields().Add("socket", options_.socket_path).Add("error", Errno(err)));
+          warned_fd_limit = true;
+        }
+        pollfd wake = {wake_fd_, POLLIN, 0};
+        if (::poll(&wake, 1, 100) > 0) return;
+        break;
+      }
+      spdlog::error("API accept failed{}",
+                    Fields().Add("socket", options_.socket_path).Add("error", Errno(err)));
+      break;
+    }
+  }
+}
+
+void ApiServer::ServeConnection(int fd) {
+  StatusOr<PeerCredentials> peer = ReadPeerCredentials(fd);
+  if (!peer.ok()) {
+    // Every unix stream socket has peer credentials; one without cannot be
+    // attributed, so it is not served.
+    spdlog::warn("API connection refused: no peer credentials{}",
+                 Fields().Add("error", peer.status().message()));
+    ::close(fd);
+    return;
+  }
+  if (spdlog::should_log(spdlog::level::debug)) {
+    Fields f;
+    f.Add("conn", fd);
+    AddPeerFields(*peer, f);
+    spdlog::debug("API connection{}", f);
+  }
+  service_->peers().Set(fd, *std::move(peer));
+  connections_.fetch_add(1, std::memory_order_relaxed);
+  // gRPC owns the descriptor from here and closes it with the connection.
+  grpc::AddInsecureChannelFromFd(server_.get(), fd);
 }
 
 ApiServer::~ApiServer() { Shutdown(std::chrono::milliseconds(0)); }
@@ -206,15 +305,27 @@ void ApiServer::Stop(std::chrono::milliseconds deadline, bool end_watches) {
   std::lock_guard<std::mutex> lock(shutdown_mu_);
   if (shut_down_) return;
   shut_down_ = true;
-  if (server_ == nullptr) return;
-  // Watch streams never finish on their own: end them first so that the
-  // server's drain below only waits for unary calls.
-  if (end_watches) service_->hub().Close();
-  server_->Shutdown(std::chrono::system_clock::now() + deadline);
-  server_->Wait();
+  // No new connection may reach the gRPC server once it shuts down.
+  if (accept_thread_.joinable()) {
+    const uint64_t one = 1;
+    if (::write(wake_fd_, &one, sizeof(one)) != static_cast<ssize_t>(sizeof(one))) {
+      spdlog::error("cannot wake the API accept loop{}", Fields().Add("error", Errno(errno)));
+    }
+    accept_thread_.join();
+  }
+  if (listen_fd_ >= 0) ::close(listen_fd_);
+  if (wake_fd_ >= 0) ::close(wake_fd_);
+  listen_fd_ = wake_fd_ = -1;
+  if (server_ != nullptr) {
+    // Watch streams never finish on their own: end them first so that the
+    // server's drain below only waits for unary calls.
+    if (end_watches) service_->hub().Close();
+    server_->Shutdown(std::chrono::system_clock::now() + deadline);
+    server_->Wait();
+  }
   // Remove the socket only if it is still ours (not a successor's).
   struct stat st {};
-  if (::lstat(options_.socket_path.c_str(), &st) == 0 && st.st_dev == socket_dev_ &&
+  if (bound_ && ::lstat(options_.socket_path.c_str(), &st) == 0 && st.st_dev == socket_dev_ &&
       st.st_ino == socket_ino_) {
     if (::unlink(options_.socket_path.c_str()) != 0) {
       spdlog::warn("cannot remove the API socket{}", Fields()
@@ -222,7 +333,7 @@ void ApiServer::Stop(std::chrono::milliseconds deadline, bool end_watches) {
                                                          .Add("error", Errno(errno)));
     }
   }
-  spdlog::info("API stopped{}", Fields().Add("socket", options_.socket_path));
+  if (server_ != nullptr) spdlog::info("API stopped{}", Fields().Add("socket", options_.socket_path));
 }
 
 }  // namespace migd::api

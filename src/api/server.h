@@ -10,9 +10,14 @@
 //     another migd serves there (kFailedPrecondition "another migd is serving
 //     on PATH; stop it first"); if the connection is refused the socket is
 //     stale and is removed (logged);
-//   - gRPC binds "unix:PATH" under umask 0177, so the socket is never wider
-//     than 0600 even briefly; then it is chowned to `group` (if set) and
-//     chmod-ed to `mode`;
+//   - the socket is bound under umask 0177, so it is never wider than 0600
+//     even briefly; then it is chowned to `group` (if set) and chmod-ed to
+//     `mode`, and only then listen()s;
+//   - connections are accepted by ApiServer's own thread, which reads each
+//     one's SO_PEERCRED into the service's PeerDirectory (api/peer.h) and
+//     hands the descriptor to gRPC (AddInsecureChannelFromFd), so every RPC
+//     can name its caller in the log. Out of descriptors, the loop logs once
+//     and retries every 100 ms (pending connections stay queued);
 //   - requests larger than max_receive_bytes fail with RESOURCE_EXHAUSTED.
 // Shutdown(deadline): closes the EventHub (Watch streams end UNAVAILABLE),
 // stops accepting calls, lets in-flight unary calls finish until the deadline
@@ -44,12 +49,14 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include <grpcpp/grpcpp.h>
 
@@ -84,6 +91,8 @@ class ApiServer {
   // The gRPC server (for tests, e.g. InProcessChannel); valid until the
   // ApiServer is destroyed, not serving after Shutdown.
   grpc::Server* grpc_server() const { return server_.get(); }
+  // Connections accepted and handed to gRPC so far.
+  uint64_t connections_accepted() const { return connections_.load(std::memory_order_relaxed); }
 
  private:
   ApiServer(ApiServerOptions options, MigManagerService* service)
@@ -91,10 +100,23 @@ class ApiServer {
   // Shutdown; `end_watches` false leaves the hub open (a failed Start must
   // not close the caller's hub).
   void Stop(std::chrono::milliseconds deadline, bool end_watches);
+  // Binds, sets group and mode, listens and starts the accept thread.
+  // Stops the server on error.
+  Status Listen(std::optional<gid_t> gid);
+  void AcceptLoop();
+  // Reads the credentials of `fd`, records them and gives `fd` to gRPC.
+  void ServeConnection(int fd);
+
+  static constexpr int kListenBacklog = 128;
 
   const ApiServerOptions options_;
   MigManagerService* const service_;
   std::unique_ptr<grpc::Server> server_;
+  int listen_fd_ = -1;
+  int wake_fd_ = -1;  // eventfd: Stop() wakes the accept loop
+  std::thread accept_thread_;
+  std::atomic<uint64_t> connections_{0};
+  bool bound_ = false;  // the socket file at options_.socket_path is ours
   dev_t socket_dev_ = 0;
   ino_t socket_ino_ = 0;
   std::mutex shutdown_mu_;

@@ -101,23 +101,44 @@ MigManagerService::MigManagerService(engine::Manager& manager, EventHub& hub, Se
                                      ServiceOptions options)
     : manager_(manager), hub_(hub), info_(std::move(info)), options_(options) {}
 
-grpc::Status MigManagerService::Finish(const char* rpc, const std::string& request_id,
-                                       const Status& status, const std::string& mig_uuid) const {
-  if (!status.ok()) {
-    Fields f;
-    f.Add("rpc", rpc).Add("code", StatusCodeName(status.code()));
-    if (!request_id.empty()) f.Add("request", request_id);
-    if (!mig_uuid.empty()) f.Add("mig", mig_uuid);
-    f.Add("message", status.message());
-    if (status.code() == StatusCode::kCancelled) {
-      spdlog::debug("rpc ended{}", f);
-    } else if (status.code() == StatusCode::kInternal || status.code() == StatusCode::kDataLoss) {
-      spdlog::error("rpc failed{}", f);
+grpc::Status MigManagerService::Finish(const char* rpc, const grpc::ServerContext* ctx,
+                                       const std::string& request_id, const Status& status,
+                                       const std::string& mig_uuid, bool audit) const {
+  if (status.ok() && !audit && !spdlog::should_log(spdlog::level::debug)) {
+    return grpc::Status::OK;
+  }
+  Fields f;
+  f.Add("rpc", rpc).Add("code", StatusCodeName(status.code()));
+  if (!request_id.empty()) f.Add("request", request_id);
+  if (!mig_uuid.empty()) f.Add("mig", mig_uuid);
+  AddPeer(ctx, f);
+  if (status.ok()) {
+    if (audit) {
+      spdlog::info("rpc{}", f);
     } else {
-      spdlog::warn("rpc failed{}", f);
+      spdlog::debug("rpc{}", f);
     }
+    return grpc::Status::OK;
+  }
+  f.Add("message", status.message());
+  if (status.code() == StatusCode::kCancelled) {
+    spdlog::debug("rpc ended{}", f);
+  } else if (status.code() == StatusCode::kInternal || status.code() == StatusCode::kDataLoss) {
+    spdlog::error("rpc failed{}", f);
+  } else {
+    spdlog::warn("rpc failed{}", f);
   }
   return ToGrpcStatus(status);
+}
+
+void MigManagerService::AddPeer(const grpc::ServerContext* ctx, Fields& f) const {
+  if (ctx == nullptr) return;
+  const std::string peer = ctx->peer();
+  if (std::optional<PeerCredentials> cred = peers_.Lookup(peer)) {
+    AddPeerFields(*cred, f);
+  } else {
+    f.Add("peer", peer);
+  }
 }
 
 std::string MigManagerService::CdiName(const MigUuid& mig_uuid) const {
@@ -177,9 +198,9 @@ Status MigManagerService::CheckGpus(const std::vector<engine::InstanceSpec>& spe
 
 // --- Allocate ---------------------------------------------------------------
 
-grpc::Status MigManagerService::Allocate(grpc::ServerContext*, const v1::AllocateRequest* req,
+grpc::Status MigManagerService::Allocate(grpc::ServerContext* ctx, const v1::AllocateRequest* req,
                                          v1::AllocateResponse* resp) {
-  return Finish("Allocate", req->request_id(), DoAllocate(*req, resp));
+  return Finish("Allocate", ctx, req->request_id(), DoAllocate(*req, resp), "", /*audit=*/true);
 }
 
 Status MigManagerService::DoAllocate(const v1::AllocateRequest& req, v1::AllocateResponse* resp) {
@@ -234,10 +255,11 @@ Status MigManagerService::DoAllocate(const v1::AllocateRequest& req, v1::Allocat
 
 // --- Release ----------------------------------------------------------------
 
-grpc::Status MigManagerService::Release(grpc::ServerContext*, const v1::ReleaseRequest* req,
+grpc::Status MigManagerService::Release(grpc::ServerContext* ctx, const v1::ReleaseRequest* req,
                                         v1::ReleaseResponse* resp) {
-  return Finish("Release", req->has_request_id() ? req->request_id() : "", DoRelease(*req, resp),
-                req->has_mig_uuid() ? req->mig_uuid() : "");
+  return Finish("Release", ctx, req->has_request_id() ? req->request_id() : "",
+                DoRelease(*req, resp), req->has_mig_uuid() ? req->mig_uuid() : "",
+                /*audit=*/true);
 }
 
 Status MigManagerService::DoRelease(const v1::ReleaseRequest& req, v1::ReleaseResponse* resp) {
@@ -265,9 +287,9 @@ Status MigManagerService::DoRelease(const v1::ReleaseRequest& req, v1::ReleaseRe
 
 // --- List -------------------------------------------------------------------
 
-grpc::Status MigManagerService::List(grpc::ServerContext*, const v1::ListRequest* req,
+grpc::Status MigManagerService::List(grpc::ServerContext* ctx, const v1::ListRequest* req,
                                      v1::ListResponse* resp) {
-  return Finish("List", "", DoList(*req, resp));
+  return Finish("List", ctx, "", DoList(*req, resp));
 }
 
 Status MigManagerService::DoList(const v1::ListRequest& req, v1::ListResponse* resp) {
@@ -295,9 +317,9 @@ Status MigManagerService::DoList(const v1::ListRequest& req, v1::ListResponse* r
 
 // --- Plan -------------------------------------------------------------------
 
-grpc::Status MigManagerService::Plan(grpc::ServerContext*, const v1::PlanRequest* req,
+grpc::Status MigManagerService::Plan(grpc::ServerContext* ctx, const v1::PlanRequest* req,
                                      v1::PlanResponse* resp) {
-  return Finish("Plan", "", DoPlan(*req, resp));
+  return Finish("Plan", ctx, "", DoPlan(*req, resp));
 }
 
 Status MigManagerService::DoPlan(const v1::PlanRequest& req, v1::PlanResponse* resp) {
@@ -312,9 +334,9 @@ Status MigManagerService::DoPlan(const v1::PlanRequest& req, v1::PlanResponse* r
 
 // --- Reclaim ----------------------------------------------------------------
 
-grpc::Status MigManagerService::Reclaim(grpc::ServerContext*, const v1::ReclaimRequest* req,
+grpc::Status MigManagerService::Reclaim(grpc::ServerContext* ctx, const v1::ReclaimRequest* req,
                                         v1::ReclaimResponse* resp) {
-  return Finish("Reclaim", "", DoReclaim(*req, resp));
+  return Finish("Reclaim", ctx, "", DoReclaim(*req, resp), "", /*audit=*/true);
 }
 
 Status MigManagerService::DoReclaim(const v1::ReclaimRequest& req, v1::ReclaimResponse* resp) {
@@ -342,9 +364,9 @@ Status MigManagerService::DoReclaim(const v1::ReclaimRequest& req, v1::ReclaimRe
 
 // --- GetStatus ----------------------------------------------------------------
 
-grpc::Status MigManagerService::GetStatus(grpc::ServerContext*, const v1::GetStatusRequest*,
+grpc::Status MigManagerService::GetStatus(grpc::ServerContext* ctx, const v1::GetStatusRequest*,
                                           v1::GetStatusResponse* resp) {
-  return Finish("GetStatus", "", DoGetStatus(resp));
+  return Finish("GetStatus", ctx, "", DoGetStatus(resp));
 }
 
 Status MigManagerService::DoGetStatus(v1::GetStatusResponse* resp) {
@@ -398,7 +420,7 @@ Status MigManagerService::DoGetStatus(v1::GetStatusResponse* resp) {
 
 grpc::Status MigManagerService::Watch(grpc::ServerContext* ctx, const v1::WatchRequest* req,
                                       grpc::ServerWriter<v1::InstanceEvent>* writer) {
-  return Finish("Watch", "", DoWatch(ctx, *req, writer));
+  return Finish("Watch", ctx, "", DoWatch(ctx, *req, writer));
 }
 
 Status MigManagerService::DoWatch(grpc::ServerContext* ctx, const v1::WatchRequest& req,

@@ -7,8 +7,12 @@
 // the engine's code and message (api/status_mapping.h), so the planner's
 // RESOURCE_EXHAUSTED text and NVML error names reach the operator verbatim;
 // the planner's "request[i]" field prefix is renamed to the API's
-// "instances[i]". Every failed RPC logs one line:
-//   rpc failed rpc=Allocate code=RESOURCE_EXHAUSTED request=r1 message="..."
+// "instances[i]". Every failed RPC logs one line, and so does every successful
+// Allocate, Release and Reclaim (the audit trail), naming the caller
+// (api/peer.h):
+//   rpc failed rpc=Allocate code=RESOURCE_EXHAUSTED request=r1 peer_pid=4242
+//       peer_uid=0 peer_gid=0 peer_comm=migctl message="..."
+//   rpc rpc=Release code=OK request=r1 peer_pid=4242 peer_uid=0 ...
 //
 // Watch: optional snapshot (one synthetic event per tracked instance, reason
 // "snapshot", sequence 0, from UNSPECIFIED), then live events from the
@@ -19,7 +23,8 @@
 // change, so applying them in order converges).
 //
 // Thread-safety: all RPC handlers may run concurrently (gRPC's sync server
-// thread pool); the service holds no mutable state of its own.
+// thread pool); the only mutable state of its own is the PeerDirectory,
+// which is thread-safe.
 #ifndef MIGD_API_SERVICE_H_
 #define MIGD_API_SERVICE_H_
 
@@ -31,6 +36,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "api/event_hub.h"
+#include "api/peer.h"
 #include "base/clock.h"
 #include "base/status.h"
 #include "engine/cdi_observer.h"
@@ -71,6 +77,9 @@ class MigManagerService final : public v1::MigManager::Service {
                     ServiceOptions options = {});
 
   EventHub& hub() { return hub_; }
+  // Credentials of the connections ApiServer accepted (filled by it; read
+  // by the handlers to name the caller in logs).
+  PeerDirectory& peers() { return peers_; }
 
   grpc::Status Allocate(grpc::ServerContext* ctx, const v1::AllocateRequest* req,
                         v1::AllocateResponse* resp) override;
@@ -107,9 +116,16 @@ class MigManagerService final : public v1::MigManager::Service {
   Status DoWatch(grpc::ServerContext* ctx, const v1::WatchRequest& req,
                  grpc::ServerWriter<v1::InstanceEvent>* writer);
 
-  // Logs a failed RPC and converts the status.
-  grpc::Status Finish(const char* rpc, const std::string& request_id, const Status& status,
-                      const std::string& mig_uuid = "") const;
+  // Logs the call and converts the status: a failed RPC at warn (error for
+  // INTERNAL/DATA_LOSS, debug for CANCELLED), a successful `audit` RPC (one
+  // that changes state) at info, others at debug; each line names the
+  // caller's credentials.
+  grpc::Status Finish(const char* rpc, const grpc::ServerContext* ctx,
+                      const std::string& request_id, const Status& status,
+                      const std::string& mig_uuid = "", bool audit = false) const;
+  // peer_pid/peer_uid/peer_gid/peer_comm of the caller, or peer=<gRPC's
+  // peer string> when the connection did not come through ApiServer.
+  void AddPeer(const grpc::ServerContext* ctx, Fields& f) const;
   // The qualified CDI name of a published instance ("" if none / disabled).
   std::string CdiName(const MigUuid& mig_uuid) const;
 
@@ -117,6 +133,7 @@ class MigManagerService final : public v1::MigManager::Service {
   EventHub& hub_;
   const ServerInfo info_;
   const ServiceOptions options_;
+  PeerDirectory peers_;
 };
 
 }  // namespace migd::api

@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/crash_point.h"
+
 namespace migd {
 namespace {
 
@@ -122,6 +124,7 @@ Status AtomicWriteFile(const std::string& path, std::string_view data,
   if (s.ok() && ::fchmod(fd.get(), options.mode) != 0) s = ErrnoToStatus(errno, "chmod " + tmp);
   if (s.ok() && options.sync && ::fsync(fd.get()) != 0) s = ErrnoToStatus(errno, "fsync " + tmp);
   if (s.ok() && ::close(fd.Release()) != 0) s = ErrnoToStatus(errno, "close " + tmp);
+  if (s.ok() && !options.crash_points.empty()) CrashPoint(options.crash_points + ".before_rename");
   if (s.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
     s = ErrnoToStatus(errno, "rename " + tmp + " to " + path);
   }
@@ -129,6 +132,7 @@ Status AtomicWriteFile(const std::string& path, std::string_view data,
     ::unlink(tmp.c_str());
     return s;
   }
+  if (!options.crash_points.empty()) CrashPoint(options.crash_points + ".after_rename");
   if (options.sync) return SyncDirectory(dir);
   return OkStatus();
 }

@@ -32,6 +32,10 @@ struct AtomicWriteOptions {
   // Suffix of the temporary file. Its name is ".<base>.<pid>.<n><suffix>", so
   // readers that pick files by extension (CDI runtimes: *.json, *.yaml) skip it.
   std::string temp_suffix = ".tmp";
+  // Test hook (base/crash_point.h): with "record.write", the crash points
+  // "record.write.before_rename" and "record.write.after_rename" are reached
+  // around the rename. Empty: none.
+  std::string crash_points{};
 };
 
 // Writes `data` to `path` atomically. On success the file holds exactly `data`

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <functional>
 
+#include "base/crash_point.h"
 #include "base/file_util.h"
 #include "base/status_macros.h"
 
@@ -109,6 +110,7 @@ Status SpecWriter::WriteUncounted(const BuiltSpec& built) {
   write_options.mode = 0644;
   write_options.sync = options_.sync;
   write_options.temp_suffix = ".tmp";
+  write_options.crash_points = "cdi.write";
   return AtomicWriteFile(path, built.content, write_options);
 }
 
@@ -152,10 +154,12 @@ Status SpecWriter::RemoveLockedUncounted(const std::string& device) {
     return FailedPreconditionError(
         path + (*kind == EntryKind::kSymlink ? " is a symbolic link" : " is not a regular file") +
         "; leaving it alone");
-  } else if (*kind == EntryKind::kRegular &&
-             (options_.unlink ? options_.unlink(path) : ::unlink(path.c_str())) != 0 &&
-             errno != ENOENT) {
-    s = ErrnoToStatus(errno, "removing CDI spec " + path);
+  } else if (*kind == EntryKind::kRegular) {
+    CrashPoint("cdi.remove");
+    if ((options_.unlink ? options_.unlink(path) : ::unlink(path.c_str())) != 0 &&
+        errno != ENOENT) {
+      s = ErrnoToStatus(errno, "removing CDI spec " + path);
+    }
   }
   if (s.ok() && options_.sync && *kind == EntryKind::kRegular) {
     s = SyncDirectory(options_.spec_dir);

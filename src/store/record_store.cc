@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <utility>
 
+#include "base/crash_point.h"
 #include "base/defer.h"
 #include "base/file_util.h"
 
@@ -320,7 +321,8 @@ StatusOr<Record> RecordStore::Put(Record record) {
                                 std::to_string(text.size()) + " bytes, more than the limit of " +
                                 std::to_string(options_.max_record_bytes));
   }
-  s = ops_.WriteFileAtomically(*path, text, {.mode = 0600, .sync = true});
+  s = ops_.WriteFileAtomically(*path, text,
+                               {.mode = 0600, .sync = true, .crash_points = "record.write"});
   if (!s.ok()) return s.WithContext("writing record for " + record.key.ToString());
 
   std::lock_guard<std::mutex> lock(mu_);
@@ -345,6 +347,7 @@ Status RecordStore::RemovePath(const std::string& path) {
                                      " is not a regular file; migd does not remove it: "
                                      "check what created it and remove it by hand");
     }
+    CrashPoint("record.remove");
     Status s = ops_.RemoveFile(path);
     if (!s.ok() && s.code() != StatusCode::kNotFound) return s;
   } else if (errno != ENOENT) {

@@ -12,8 +12,12 @@
 //     nvmlDeviceCreateGpuInstanceWithPlacement, nvmlGpuInstanceCreateComputeInstance
 //     (create), nvmlComputeInstanceDestroy or nvmlGpuInstanceDestroy (reclaim,
 //     rollback), CRASH (before the call's effect) or CRASH_AFTER (after it,
-//     before migd sees the answer). If the hook has not fired after a few
-//     seconds of load the test kills migd itself (counted as "hook-timeout").
+//     before migd sees the answer);
+//   * one of migd's own crash points (base/crash_point.h) on its Nth arrival:
+//     between a record's or CDI spec's temp file and its rename, right after
+//     the rename, or right before a record or spec file is unlinked.
+// If a hook has not fired after a few seconds of load the test kills migd
+// itself (counted as "hook-timeout").
 // The next start carries the next iteration's hook, so a hook may also fire
 // inside startup recovery (counted as "died in recovery"; the start after it
 // is checked instead).
@@ -60,6 +64,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/crash_point.h"
 #include "cdi/names.h"
 #include "migd/v1/migd.grpc.pb.h"
 #include "migd/v1/migd.pb.h"
@@ -147,6 +152,11 @@ class Ledger {
   void Released(const std::string& rid) {
     std::lock_guard<std::mutex> l(mu_);
     DropLocked(rid);
+  }
+  // A retried Release is about to be sent: uncertain again until answered.
+  void Releasing(const std::string& rid) {
+    std::lock_guard<std::mutex> l(mu_);
+    releasing_.insert(rid);
   }
   void Destroyed(const std::string& uuid, const std::string& how) {
     std::lock_guard<std::mutex> l(mu_);
@@ -385,15 +395,44 @@ void ClientLoop(int index, uint64_t seed, const std::string& socket, Ledger* led
   }
 }
 
-// The crash hooks an iteration may arm ("" = timer only).
+// The crash hooks an iteration may arm ("" = timer only): a simulator hook
+// "<nvml function>=CRASH@N" / "=CRASH_AFTER@N" (MIGD_SIM_FAULTS), or one of
+// migd's own crash points "migd:<point>@N" (MIGD_CRASH_POINTS,
+// base/crash_point.h) inside a record or CDI spec write or removal.
 std::string PickHook(std::mt19937_64& rng) {
   static const char* const kFns[] = {
       "nvmlDeviceCreateGpuInstanceWithPlacement", "nvmlGpuInstanceCreateComputeInstance",
       "nvmlComputeInstanceDestroy", "nvmlGpuInstanceDestroy"};
   if (rng() % 3 == 0) return "";
-  const std::string fn = kFns[rng() % 4];
+  const size_t pick = rng() % (std::size(kFns) + kCrashPointNames.size());
+  if (pick >= std::size(kFns)) {
+    return "migd:" + std::string(kCrashPointNames[pick - std::size(kFns)]) + "@" +
+           std::to_string(1 + rng() % 6);
+  }
+  const std::string fn = kFns[pick];
   const char* what = rng() % 2 == 0 ? "CRASH" : "CRASH_AFTER";
   return fn + "=" + what + "@" + std::to_string(1 + rng() % 4);
+}
+
+bool IsCrashPoint(const std::string& hook) { return hook.rfind("migd:", 0) == 0; }
+
+// Arms `hook` in the environment of the next migd.
+void ArmHook(const std::string& hook, std::map<std::string, std::string>& env) {
+  env["MIGD_SIM_FAULTS"] = IsCrashPoint(hook) ? "" : hook;
+  env["MIGD_CRASH_POINTS"] = IsCrashPoint(hook) ? hook.substr(5) : "";
+}
+
+// "CRASH_AFTER in nvmlGpuInstanceDestroy", "CRASH in record.write.before_rename".
+std::string HookKill(const std::string& hook) {
+  if (IsCrashPoint(hook)) return "CRASH in " + hook.substr(5, hook.find('@') - 5);
+  return hook.substr(hook.find('=') + 1, hook.find('@') - hook.find('=') - 1) + " in " +
+         hook.substr(0, hook.find('='));
+}
+
+// The function or point a hook names.
+std::string HookSite(const std::string& hook) {
+  if (IsCrashPoint(hook)) return hook.substr(5, hook.find('@') - 5);
+  return hook.substr(0, hook.find('='));
 }
 
 class CrashCampaignTest : public ::testing::Test {
@@ -409,7 +448,8 @@ class CrashCampaignTest : public ::testing::Test {
                     {"MIGD_SIM_PROC_ROOT", dir_.Join("sim/proc")},
                     // Writes stay atomic against SIGKILL without fsync.
                     {"MIGD_SIM_FSYNC", "0"},
-                    {"MIGD_SIM_FAULTS", ""}};
+                    {"MIGD_SIM_FAULTS", ""},
+                    {"MIGD_CRASH_POINTS", ""}};
     options_.socket_path = socket();
   }
   std::string socket() const { return dir_.Join("api.socket"); }
@@ -502,7 +542,13 @@ class CrashCampaignTest : public ::testing::Test {
   }
 
   // A retried Release must complete what the kill interrupted.
-  void RetryReleases(const std::vector<std::string>& rids, Ledger& ledger) {
+  // Retries the Releases Settle returned, as clients that got no answer
+  // would. Returns false if migd died meanwhile (only a crash point armed for
+  // this run may do that: retried releases write records); the Releases not
+  // answered stay uncertain for the next Settle.
+  bool RetryReleases(const std::vector<std::string>& rids, Ledger& ledger,
+                     DaemonProcess* daemon, const std::string& hook) {
+    for (const std::string& rid : rids) ledger.Releasing(rid);
     auto stub = NewStub(socket());
     for (const std::string& rid : rids) {
       pb::ReleaseRequest req;
@@ -511,10 +557,18 @@ class CrashCampaignTest : public ::testing::Test {
       grpc::ClientContext ctx;
       SetDeadline(&ctx);
       const grpc::Status s = stub->Release(&ctx, req, &resp);
+      if (!s.ok() && daemon != nullptr && IsCrashPoint(hook) &&
+          s.error_code() == grpc::StatusCode::UNAVAILABLE) {
+        const testing::DaemonExit exit = daemon->WaitForExit();
+        EXPECT_EQ(exit.exit_code, 128 + SIGKILL) << "retried Release of " << rid << ": "
+                                                 << s.error_message() << "\n" << Tail(exit.err);
+        return false;
+      }
       EXPECT_TRUE(s.ok()) << "retried Release of " << rid << ": " << s.error_message();
       ledger.Released(rid);
       ledger.Count("release retried after restart");
     }
+    return true;
   }
 
   TempDir dir_;
@@ -536,20 +590,20 @@ TEST_F(CrashCampaignTest, SurvivesSigkillUnderLoad) {
 
   for (uint64_t it = 0; it < iterations && !HasFailure(); ++it) {
     const std::string where = "iteration " + std::to_string(it) + " hook \"" + hook + "\"";
-    options_.env["MIGD_SIM_FAULTS"] = hook;
+    ArmHook(hook, options_.env);
     auto started = DaemonProcess::Start(options_, dir_.path());
     if (!started.ok()) {
       // Only a crash hook inside recovery may stop a start.
       ASSERT_FALSE(hook.empty()) << where << ": " << started.status();
       ASSERT_NE(started.status().message().find("with code 137 "), std::string::npos)
           << where << ": migd failed to start: " << started.status();
-      ++deaths["died in recovery (" + hook.substr(0, hook.find('=')) + ")"];
+      ++deaths["died in recovery (" + HookSite(hook) + ")"];
       ++kills;
       hook = PickHook(rng);
       continue;
     }
     std::unique_ptr<DaemonProcess> daemon = std::move(*started);
-    RetryReleases(ledger.Settle(CheckAtRest(where)), ledger);
+    const bool alive = RetryReleases(ledger.Settle(CheckAtRest(where)), ledger, daemon.get(), hook);
     ASSERT_FALSE(HasFailure()) << where << "\n" << Tail(daemon->Stderr());
     {
       const auto v = ledger.violations();
@@ -557,6 +611,13 @@ TEST_F(CrashCampaignTest, SurvivesSigkillUnderLoad) {
                              << Tail(daemon->Stderr());
     }
     survived = kills;
+    if (!alive) {
+      // The armed crash point fired in a retried Release: this run's kill.
+      ++deaths[HookKill(hook) + " (retried release)"];
+      ++kills;
+      hook = PickHook(rng);
+      continue;
+    }
 
     // Load, then the kill.
     std::atomic<bool> stop{false};
@@ -575,8 +636,7 @@ TEST_F(CrashCampaignTest, SurvivesSigkillUnderLoad) {
       daemon->Signal(SIGKILL);
       how = hook.empty() ? "timer" : "hook-timeout";
     } else {
-      how = hook.substr(hook.find('=') + 1, hook.find('@') - hook.find('=') - 1) + " in " +
-            hook.substr(0, hook.find('='));
+      how = HookKill(hook);
     }
     const testing::DaemonExit exit = daemon->WaitForExit();
     stop = true;
@@ -589,9 +649,9 @@ TEST_F(CrashCampaignTest, SurvivesSigkillUnderLoad) {
 
   // The last restart, checked, then a clean stop.
   if (!HasFailure()) {
-    options_.env["MIGD_SIM_FAULTS"] = "";
+    ArmHook("", options_.env);
     MIGD_ASSERT_OK_AND_ASSIGN(auto daemon, DaemonProcess::Start(options_, dir_.path()));
-    RetryReleases(ledger.Settle(CheckAtRest("final restart")), ledger);
+    RetryReleases(ledger.Settle(CheckAtRest("final restart")), ledger, nullptr, "");
     if (!HasFailure() && ledger.violations().empty()) survived = kills;
     EXPECT_EQ(daemon->Stop().exit_code, 0);
   }

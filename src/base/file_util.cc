@@ -6,9 +6,11 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 
 #include "base/crash_point.h"
+#include "base/status_macros.h"
 
 namespace migd {
 namespace {
@@ -55,6 +57,38 @@ class Fd {
  private:
   int fd_;
 };
+
+const char* FileTypeName(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISLNK(mode)) return "a symbolic link";
+  return "of an unknown file type";
+}
+
+Status TooLarge(const std::string& path, size_t max_bytes) {
+  return OutOfRangeError(path + " is larger than " + std::to_string(max_bytes) +
+                         " bytes; refusing to read it (is it the right file?)");
+}
+
+// What ReadFileToString accepts: a regular file no larger than `max_bytes`
+// (by its size as reported; the read loop checks again).
+Status CheckReadableFile(const std::string& path, const struct stat& st, size_t max_bytes) {
+  if (S_ISLNK(st.st_mode)) {
+    return FailedPreconditionError(path + " is a symbolic link; refusing to follow it");
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return FailedPreconditionError(path + " is " + FileTypeName(st.st_mode) +
+                                   ", not a regular file; refusing to read it (replace it with "
+                                   "a regular file or point migd elsewhere)");
+  }
+  if (st.st_size > 0 && static_cast<uint64_t>(st.st_size) > max_bytes) {
+    return TooLarge(path, max_bytes);
+  }
+  return OkStatus();
+}
 
 }  // namespace
 
@@ -137,17 +171,29 @@ Status AtomicWriteFile(const std::string& path, std::string_view data,
   return OkStatus();
 }
 
-StatusOr<std::string> ReadFileToString(const std::string& path, size_t max_bytes) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
+namespace {
+
+StatusOr<std::string> ReadRegularFile(const std::string& path, size_t max_bytes,
+                                      bool follow_symlinks) {
+  // The type is checked before open(2) as well as after: opening a FIFO
+  // blocks until a writer appears (without O_NONBLOCK), and opening a device
+  // node can have effects of its own (a tty may become the controlling
+  // terminal, a watchdog starts counting, a tape rewinds). The fstat after
+  // the open closes the window in which the entry could be swapped.
+  struct stat st {};
+  const int rc = follow_symlinks ? ::stat(path.c_str(), &st) : ::lstat(path.c_str(), &st);
+  if (rc != 0) return ErrnoToStatus(errno, "opening " + path);
+  MIGD_RETURN_IF_ERROR(CheckReadableFile(path, st, max_bytes));
+  Fd fd(::open(path.c_str(),
+               O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | (follow_symlinks ? 0 : O_NOFOLLOW)));
   if (fd.get() < 0) {
     if (errno == ELOOP) {
       return FailedPreconditionError(path + " is a symbolic link; refusing to follow it");
     }
     return ErrnoToStatus(errno, "opening " + path);
   }
-  struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return ErrnoToStatus(errno, "stat " + path);
-  if (!S_ISREG(st.st_mode)) return FailedPreconditionError(path + " is not a regular file");
+  MIGD_RETURN_IF_ERROR(CheckReadableFile(path, st, max_bytes));
   std::string out;
   char buf[16384];
   while (true) {
@@ -157,12 +203,24 @@ StatusOr<std::string> ReadFileToString(const std::string& path, size_t max_bytes
       return ErrnoToStatus(errno, "reading " + path);
     }
     if (n == 0) break;
+    // Also here, not only from st_size: /proc and sysfs files report a size
+    // of 0 or 4096, and a regular file can grow while it is read.
     if (out.size() + static_cast<size_t>(n) > max_bytes) {
-      return OutOfRangeError(path + " is larger than " + std::to_string(max_bytes) + " bytes");
+      return TooLarge(path, max_bytes);
     }
     out.append(buf, static_cast<size_t>(n));
   }
   return out;
+}
+
+}  // namespace
+
+StatusOr<std::string> ReadFileToString(const std::string& path, size_t max_bytes) {
+  return ReadRegularFile(path, max_bytes, /*follow_symlinks=*/false);
+}
+
+StatusOr<std::string> ReadFileFollowingSymlinks(const std::string& path, size_t max_bytes) {
+  return ReadRegularFile(path, max_bytes, /*follow_symlinks=*/true);
 }
 
 Status RemoveFile(const std::string& path) {

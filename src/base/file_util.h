@@ -49,9 +49,26 @@ Status AtomicWriteFile(const std::string& path, std::string_view data,
                        const AtomicWriteOptions& options = {});
 
 // Reads a whole regular file without following a symlink at its last
-// component. Errors: kNotFound if absent; kFailedPrecondition for a symlink or
-// non-regular file; kOutOfRange if larger than `max_bytes`.
+// component. Never blocks on, nor opens, a FIFO, socket or device node: the
+// entry is lstat-ed before the open (O_NOFOLLOW | O_NONBLOCK | O_NOCTTY) and
+// fstat-ed after it. A file whose size exceeds `max_bytes` is refused before
+// anything is read; one that grows past it while read (or a /proc file, which
+// reports no size) is refused after at most `max_bytes` bytes. The content
+// is returned as is (NUL bytes and invalid UTF-8 included): parsing is the
+// caller's job. Errors (messages name the path): kNotFound if absent;
+// kFailedPrecondition for a symlink or non-regular file (saying which type);
+// kOutOfRange if larger than `max_bytes`; kPermissionDenied and other OS
+// errors per ErrnoToStatus.
 StatusOr<std::string> ReadFileToString(const std::string& path, size_t max_bytes = 16 << 20);
+
+// ReadFileToString for files that are links by design and live in
+// directories only root can change: Kubernetes mounts a service account's
+// token, ca.crt and namespace as symlinks into "..data/" (the kubelet's atomic
+// writer). The link is followed; everything else holds (regular files only,
+// checked before and after the open, never blocking, the size cap).
+// Errors as ReadFileToString's, except that a symlink is not one.
+StatusOr<std::string> ReadFileFollowingSymlinks(const std::string& path,
+                                                size_t max_bytes = 16 << 20);
 
 // Removes a file; kNotFound if it does not exist. Refuses directories.
 Status RemoveFile(const std::string& path);

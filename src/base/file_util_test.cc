@@ -5,11 +5,16 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/types.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -25,6 +30,7 @@ using ::migd::testing::IsOk;
 using ::migd::testing::StatusIs;
 using ::migd::testing::TempDir;
 using ::migd::testing::WriteFileOrDie;
+using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -236,6 +242,121 @@ TEST(ReadFileToStringTest, RefusesNonRegularFiles) {
               StatusIs(StatusCode::kFailedPrecondition, HasSubstr("not a regular file")));
 }
 
+TEST(ReadFileToStringTest, NamesTheFileTypeItRefuses) {
+  TempDir dir;
+  EXPECT_THAT(ReadFileToString(dir.path()),
+              StatusIs(StatusCode::kFailedPrecondition,
+                       AllOf(HasSubstr(dir.path()), HasSubstr("is a directory"))));
+  ASSERT_EQ(::mkfifo(dir.Join("fifo").c_str(), 0600), 0);
+  EXPECT_THAT(ReadFileToString(dir.Join("fifo")),
+              StatusIs(StatusCode::kFailedPrecondition, HasSubstr("is a FIFO")));
+}
+
+// A FIFO that has a writer: the reader must still refuse it (not wait for the
+// writer to close, not return its data).
+TEST(ReadFileToStringTest, RefusesAFifoThatHasAWriter) {
+  TempDir dir;
+  const std::string fifo = dir.Join("fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const int rd = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  ASSERT_GE(rd, 0);
+  const int wr = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+  ASSERT_GE(wr, 0);
+  ASSERT_EQ(::write(wr, "data", 4), 4);
+  EXPECT_THAT(ReadFileToString(fifo), StatusIs(StatusCode::kFailedPrecondition,
+                                                HasSubstr("not a regular file")));
+  ::close(wr);
+  ::close(rd);
+}
+
+// Opening a unix socket fails with ENXIO; the type check must come first so
+// the caller learns what the entry is rather than an OS error.
+TEST(ReadFileToStringTest, RefusesASocketWithoutOpeningIt) {
+  TempDir dir;
+  const std::string path = dir.Join("sock");
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  ASSERT_LT(path.size(), sizeof(addr.sun_path));
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  EXPECT_THAT(ReadFileToString(path),
+              StatusIs(StatusCode::kFailedPrecondition, HasSubstr("is a socket")));
+  ::close(fd);
+}
+
+// A device node is refused before open(2): opening one can have effects (a
+// tty becomes the controlling terminal, a watchdog starts). The node below
+// has a major number without a driver, so an open would fail with ENXIO
+// (kInternal) instead of the type error.
+TEST(ReadFileToStringTest, RefusesADeviceNodeWithoutOpeningIt) {
+  TempDir dir;
+  const std::string path = dir.Join("dev");
+  if (::mknod(path.c_str(), S_IFCHR | 0600, ::makedev(511, 0)) != 0) {
+    GTEST_SKIP() << "mknod needs CAP_MKNOD: " << std::strerror(errno);
+  }
+  EXPECT_THAT(ReadFileToString(path),
+              StatusIs(StatusCode::kFailedPrecondition, HasSubstr("is a character device")));
+  const std::string null_like = dir.Join("null");
+  ASSERT_EQ(::mknod(null_like.c_str(), S_IFCHR | 0600, ::makedev(1, 3)), 0);
+  EXPECT_THAT(ReadFileToString(null_like),
+              StatusIs(StatusCode::kFailedPrecondition, HasSubstr("is a character device")));
+}
+
+// A sparse file far over the cap is refused from its size, without reading
+// it.
+TEST(ReadFileToStringTest, HugeSparseFileIsRefusedFromItsSize) {
+  TempDir dir;
+  const std::string path = dir.Join("huge");
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::ftruncate(fd, off_t{1} << 40), 0);
+  ::close(fd);
+  EXPECT_THAT(ReadFileToString(path),
+              StatusIs(StatusCode::kOutOfRange,
+                       AllOf(HasSubstr(path), HasSubstr(std::to_string(16 << 20)))));
+}
+
+TEST(ReadFileToStringTest, ReturnsNulBytesAndInvalidUtf8Unchanged) {
+  TempDir dir;
+  const std::string path = dir.Join("binary");
+  const std::string content("a\0b\xff\xfe\xc3(\0", 8);
+  WriteFileOrDie(path, content);
+  StatusOr<std::string> s = ReadFileToString(path);
+  ASSERT_THAT(s, IsOk());
+  EXPECT_EQ(*s, content);
+}
+
+// Root reads any file, so the check runs as "nobody" in a child process
+// (directly when the test itself is not root).
+TEST(ReadFileToStringTest, UnreadableFileIsPermissionDeniedNamingThePath) {
+  TempDir dir;
+  ASSERT_EQ(::chmod(dir.path().c_str(), 0755), 0);
+  const std::string path = dir.Join("secret");
+  WriteFileOrDie(path, "x");
+  ASSERT_EQ(::chmod(path.c_str(), 0000), 0);
+  auto check = [&path] {
+    StatusOr<std::string> r = ReadFileToString(path);
+    return !r.ok() && r.status().code() == StatusCode::kPermissionDenied &&
+           r.status().message().find(path) != std::string_view::npos;
+  };
+  if (::geteuid() != 0) {
+    EXPECT_TRUE(check());
+    return;
+  }
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(2);
+    ::_exit(check() ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: wrong status, 2: could not drop privileges";
+}
+
 TEST(ReadFileToStringTest, TooLargeIsOutOfRange) {
   TempDir dir;
   const std::string path = dir.Join("f");
@@ -249,6 +370,34 @@ TEST(ReadFileToStringTest, TooLargeIsOutOfRange) {
   WriteFileOrDie(path, big);
   EXPECT_THAT(ReadFileToString(path, 39999), StatusIs(StatusCode::kOutOfRange, ::testing::_));
   EXPECT_EQ(ReadOrEmpty(path), big);
+}
+
+// Kubernetes' service-account layout: token -> ..data/token.
+TEST(ReadFileFollowingSymlinksTest, FollowsTheLinkButKeepsEveryOtherCheck) {
+  TempDir dir;
+  ASSERT_EQ(::mkdir(dir.Join("..data").c_str(), 0755), 0);
+  WriteFileOrDie(dir.Join("..data/token"), "secret-token");
+  ASSERT_EQ(::symlink("..data/token", dir.Join("token").c_str()), 0);
+  StatusOr<std::string> s = ReadFileFollowingSymlinks(dir.Join("token"));
+  ASSERT_THAT(s, IsOk());
+  EXPECT_EQ(*s, "secret-token");
+  EXPECT_THAT(ReadFileToString(dir.Join("token")),
+              StatusIs(StatusCode::kFailedPrecondition, HasSubstr("symbolic link")));
+
+  ASSERT_EQ(::mkfifo(dir.Join("fifo").c_str(), 0600), 0);
+  ASSERT_EQ(::symlink(dir.Join("fifo").c_str(), dir.Join("to-fifo").c_str()), 0);
+  EXPECT_THAT(ReadFileFollowingSymlinks(dir.Join("to-fifo")),
+              StatusIs(StatusCode::kFailedPrecondition, HasSubstr("is a FIFO")));
+  ASSERT_EQ(::symlink(dir.path().c_str(), dir.Join("to-dir").c_str()), 0);
+  EXPECT_THAT(ReadFileFollowingSymlinks(dir.Join("to-dir")),
+              StatusIs(StatusCode::kFailedPrecondition, HasSubstr("is a directory")));
+  WriteFileOrDie(dir.Join("big"), std::string(100, 'x'));
+  ASSERT_EQ(::symlink(dir.Join("big").c_str(), dir.Join("to-big").c_str()), 0);
+  EXPECT_THAT(ReadFileFollowingSymlinks(dir.Join("to-big"), 99),
+              StatusIs(StatusCode::kOutOfRange, HasSubstr("larger than 99 bytes")));
+  ASSERT_EQ(::symlink(dir.Join("absent").c_str(), dir.Join("dangling").c_str()), 0);
+  EXPECT_THAT(ReadFileFollowingSymlinks(dir.Join("dangling")),
+              StatusIs(StatusCode::kNotFound, HasSubstr(dir.Join("dangling"))));
 }
 
 TEST(RemoveFileTest, RemovesAFile) {

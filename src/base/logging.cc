@@ -36,18 +36,32 @@ void Fields::AddRaw(std::string_view key, const std::string& value) {
   text_ += ' ';
   text_ += key;
   text_ += '=';
-  const bool quote = value.empty() || value.find_first_of(" \t\n\"=\\") != std::string::npos;
+  // Values may come from clients and file names: control characters (a
+  // forged line, a terminal escape) never reach the log raw.
+  bool quote = value.empty();
+  for (char c : value) {
+    const auto u = static_cast<unsigned char>(c);
+    quote = quote || u < 0x20 || u == 0x7f || c == ' ' || c == '"' || c == '=' || c == '\\';
+  }
   if (!quote) {
     text_ += value;
     return;
   }
   text_ += '"';
   for (char c : value) {
+    const auto u = static_cast<unsigned char>(c);
     if (c == '"' || c == '\\') {
       text_ += '\\';
       text_ += c;
     } else if (c == '\n') {
       text_ += "\\n";
+    } else if (c == '\t') {
+      text_ += "\\t";
+    } else if (u < 0x20 || u == 0x7f) {
+      static constexpr char kHex[] = "0123456789abcdef";
+      text_ += "\\x";
+      text_ += kHex[u >> 4];
+      text_ += kHex[u & 0xf];
     } else {
       text_ += c;
     }

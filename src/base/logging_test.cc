@@ -55,8 +55,19 @@ TEST(FieldsTest, QuotesValuesThatWouldBreakParsing) {
   EXPECT_EQ(Fields().Add("msg", "say \"hi\"").str(), " msg=\"say \\\"hi\\\"\"");
   EXPECT_EQ(Fields().Add("path", "C:\\x").str(), " path=\"C:\\\\x\"");
   EXPECT_EQ(Fields().Add("err", "line1\nline2").str(), " err=\"line1\\nline2\"");
-  EXPECT_EQ(Fields().Add("tab", "a\tb").str(), " tab=\"a\tb\"");
+  EXPECT_EQ(Fields().Add("tab", "a\tb").str(), " tab=\"a\\tb\"");
   EXPECT_EQ(Fields().Add("empty", "").str(), " empty=\"\"");
+}
+
+// A file name or client string cannot forge a log line or send a terminal
+// escape: control characters are written as \xNN, inside quotes.
+TEST(FieldsTest, EscapesControlCharacters) {
+  EXPECT_EQ(Fields().Add("file", "a\rb").str(), " file=\"a\\x0db\"");
+  EXPECT_EQ(Fields().Add("file", "\x1b[31mred").str(), " file=\"\\x1b[31mred\"");
+  EXPECT_EQ(Fields().Add("file", std::string("nul\0byte", 8)).str(), " file=\"nul\\x00byte\"");
+  EXPECT_EQ(Fields().Add("file", "del\x7f").str(), " file=\"del\\x7f\"");
+  // UTF-8 passes through unquoted.
+  EXPECT_EQ(Fields().Add("owner", "gr\xc3\xbc\xc3\x9f" "e").str(), " owner=gr\xc3\xbc\xc3\x9f" "e");
 }
 
 TEST(FieldsTest, FormatsWithFmtAndStreams) {

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cstdio>
 #include <functional>
 
 #include "base/crash_point.h"
@@ -50,6 +51,49 @@ StatusOr<EntryKind> Lstat(const std::string& path) {
 }
 
 }  // namespace
+
+Status CheckSpecDir(const std::string& spec_dir, std::string* warning) {
+  warning->clear();
+  struct stat st {};
+  if (::lstat(spec_dir.c_str(), &st) != 0) {
+    return ErrnoToStatus(errno, "cdi.specDir " + spec_dir);
+  }
+  const std::string what = "cdi.specDir " + spec_dir;
+  if (S_ISLNK(st.st_mode)) {
+    return FailedPreconditionError(what +
+                                   " is a symbolic link; migd does not follow it (whoever "
+                                   "can change the link chooses where the runtime's specs come "
+                                   "from). Fix: point cdi.specDir at the real directory");
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    return FailedPreconditionError(what +
+                                   " exists but is not a directory. Fix: move it away or set "
+                                   "cdi.specDir to a directory");
+  }
+  const uid_t euid = ::geteuid();
+  if (st.st_uid != 0 && st.st_uid != euid) {
+    return FailedPreconditionError(what + " is owned by uid " + std::to_string(st.st_uid) +
+                                   ", not by root or migd's uid " + std::to_string(euid) +
+                                   "; that user can make the container runtime hand out any "
+                                   "device. Fix: chown root " +
+                                   spec_dir);
+  }
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof(mode), "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    const std::string risk = what + " is writable by group or others (mode " + mode +
+                             "); anyone who can write it can make the container runtime hand "
+                             "any device or mount to a container";
+    if ((st.st_mode & S_ISVTX) == 0) {
+      return FailedPreconditionError(risk + ". Fix: chmod go-w " + spec_dir);
+    }
+    // Sticky: others cannot replace or remove migd's files, so migd's own
+    // specs stay intact; the injection risk is the runtime's, not migd's.
+    *warning = risk + " (sticky: migd's own files cannot be replaced). Fix: chmod 0755 " +
+               spec_dir;
+  }
+  return OkStatus();
+}
 
 SpecWriter::SpecWriter(WriterOptions options) : options_(std::move(options)) {}
 

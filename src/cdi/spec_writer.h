@@ -80,6 +80,20 @@ struct OperationCount {
   friend bool operator==(const OperationCount&, const OperationCount&) = default;
 };
 
+// Checks that `spec_dir` may hold specs the container runtime trusts: the
+// runtime hands every device a spec there defines to containers, so whoever
+// can add or replace files in it can give a container any device or mount.
+// Accepted: a real directory (not a symbolic link) owned by root or migd's
+// euid and not writable by group or others. A group/other-writable directory
+// with the sticky bit (others may add files but not replace or remove ours) is
+// accepted with `*warning` set to the risk and the fix; otherwise `*warning`
+// is cleared.
+// Errors (naming the path and the fix): kFailedPrecondition for a symlink, a
+// non-directory, a foreign owner or a non-sticky group/other-writable
+// directory; kNotFound if it does not exist; other OS errors from lstat(2).
+// Thread-safety: a plain function.
+Status CheckSpecDir(const std::string& spec_dir, std::string* warning);
+
 class SpecWriter {
  public:
   explicit SpecWriter(WriterOptions options);

@@ -3,7 +3,9 @@
 #include <dirent.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -249,6 +251,107 @@ TEST_F(SpecWriterTest, SweepOfMissingDirectoryAndFailedRemovals) {
   MIGD_ASSERT_OK_AND_ASSIGN(report, failing.Sweep({}));
   EXPECT_THAT(report.failed, ElementsAre(kMigUuid2));
   EXPECT_THAT(failing.PendingRemovals(), ElementsAre(kMigUuid2));
+}
+
+// Whatever else lies in the spec dir, of any type, size or content, never
+// blocks, crashes or fails a Write (the collision check reads other *.json
+// and *.yaml files), and the startup sweep touches none of it.
+TEST_F(SpecWriterTest, HostileEntriesInTheSpecDirAreSkippedNeverOpenedNorRemoved) {
+  ASSERT_THAT(MakeDirectories(spec_dir()), IsOk());
+  const std::string d = spec_dir() + "/";
+  ASSERT_EQ(::mkfifo((d + "fifo.json").c_str(), 0600), 0);
+  ASSERT_EQ(::mkfifo((d + "fifo.yaml").c_str(), 0600), 0);
+  std::filesystem::create_directory(d + "dir.json");
+  WriteFileOrDie(d + "empty.json", "");
+  WriteFileOrDie(d + "nul.json", std::string("{\"kind\":\"hami.io/mig\",") + std::string(1, '\0') +
+                                     "\xff\xfe" + kMigUuid);
+  WriteFileOrDie(d + "deep.json", std::string(60000, '[') + kMigUuid);
+  WriteFileOrDie(d + "deep.yaml", std::string(60000, '[') + kMigUuid);
+  {
+    // Larger than ReadFileToString's default cap, sparse.
+    const int fd = ::open((d + "huge.json").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::ftruncate(fd, off_t{1} << 40), 0);
+    ::close(fd);
+  }
+  // Our own names, as a FIFO and as a stale temp file that is a FIFO.
+  const std::string fifo_ours = OurFile(kMigUuid2);
+  const std::string fifo_tmp = "." + OurFile(kMigUuid2) + ".999999999.0.tmp";
+  ASSERT_EQ(::mkfifo((d + fifo_ours).c_str(), 0600), 0);
+  ASSERT_EQ(::mkfifo((d + fifo_tmp).c_str(), 0600), 0);
+  const bool have_dev = ::mknod((d + "dev.json").c_str(), S_IFCHR | 0600, ::makedev(1, 3)) == 0;
+  std::vector<std::string> before = Entries(spec_dir());
+
+  SpecWriter writer(writer_options_);
+  ASSERT_THAT(writer.Write(MustBuild(kMigUuid)), IsOk());
+  EXPECT_THAT(writer.Write(MustBuild(kMigUuid2)),
+              StatusIs(StatusCode::kFailedPrecondition, HasSubstr("not a regular file")));
+  EXPECT_THAT(writer.Verify(kMigUuid2, "{}"),
+              StatusIs(StatusCode::kFailedPrecondition, HasSubstr("is a FIFO")));
+  MIGD_ASSERT_OK_AND_ASSIGN(SweepReport report, writer.Sweep({}));
+  EXPECT_THAT(report.removed, ElementsAre(kMigUuid));
+  EXPECT_THAT(report.refused, ElementsAre(fifo_ours));
+  EXPECT_THAT(report.temp_files_removed, IsEmpty());
+  EXPECT_EQ(Entries(spec_dir()), before);  // everything else untouched
+  EXPECT_EQ(have_dev, std::filesystem::exists(d + "dev.json"));
+}
+
+TEST(CheckSpecDirTest, AcceptsAPrivateOrReadOnlyForOthersDirectory) {
+  TempDir dir;
+  std::string warning = "stale";
+  for (mode_t mode : {0700, 0755}) {
+    ASSERT_EQ(::chmod(dir.path().c_str(), mode), 0);
+    EXPECT_THAT(CheckSpecDir(dir.path(), &warning), IsOk()) << std::oct << mode;
+    EXPECT_THAT(warning, IsEmpty());
+  }
+}
+
+TEST(CheckSpecDirTest, RefusesGroupOrOtherWritableWithTheFix) {
+  TempDir dir;
+  std::string warning;
+  for (mode_t mode : {0775, 0757, 0777}) {
+    ASSERT_EQ(::chmod(dir.path().c_str(), mode), 0);
+    EXPECT_THAT(CheckSpecDir(dir.path(), &warning),
+                StatusIs(StatusCode::kFailedPrecondition,
+                         ::testing::AllOf(HasSubstr(dir.path()), HasSubstr("writable by group"),
+                                          HasSubstr("chmod go-w " + dir.path()))))
+        << std::oct << mode;
+  }
+}
+
+TEST(CheckSpecDirTest, StickyWorldWritableIsAcceptedWithAWarning) {
+  TempDir dir;
+  ASSERT_EQ(::chmod(dir.path().c_str(), 01777), 0);
+  std::string warning;
+  EXPECT_THAT(CheckSpecDir(dir.path(), &warning), IsOk());
+  EXPECT_THAT(warning, ::testing::AllOf(HasSubstr(dir.path()), HasSubstr("1777"),
+                                        HasSubstr("chmod 0755")));
+}
+
+TEST(CheckSpecDirTest, RefusesASymlinkAFileAndAMissingDirectory) {
+  TempDir dir;
+  std::string warning;
+  ASSERT_EQ(::mkdir(dir.Join("real").c_str(), 0755), 0);
+  ASSERT_EQ(::symlink(dir.Join("real").c_str(), dir.Join("link").c_str()), 0);
+  EXPECT_THAT(CheckSpecDir(dir.Join("link"), &warning),
+              StatusIs(StatusCode::kFailedPrecondition, HasSubstr("symbolic link")));
+  WriteFileOrDie(dir.Join("file"), "");
+  EXPECT_THAT(CheckSpecDir(dir.Join("file"), &warning),
+              StatusIs(StatusCode::kFailedPrecondition, HasSubstr("not a directory")));
+  EXPECT_THAT(CheckSpecDir(dir.Join("absent"), &warning),
+              StatusIs(StatusCode::kNotFound, HasSubstr(dir.Join("absent"))));
+}
+
+TEST(CheckSpecDirTest, RefusesADirectoryOwnedBySomeoneElse) {
+  TempDir dir;
+  if (::geteuid() != 0) GTEST_SKIP() << "chown to another uid needs root";
+  ASSERT_EQ(::chmod(dir.path().c_str(), 0755), 0);
+  ASSERT_EQ(::chown(dir.path().c_str(), 12345, 12345), 0);
+  std::string warning;
+  EXPECT_THAT(CheckSpecDir(dir.path(), &warning),
+              StatusIs(StatusCode::kFailedPrecondition,
+                       ::testing::AllOf(HasSubstr("owned by uid 12345"), HasSubstr("chown root"))));
+  ASSERT_EQ(::chown(dir.path().c_str(), 0, 0), 0);
 }
 
 // A reader polling the directory while a writer creates, rewrites and removes

@@ -694,8 +694,73 @@ Status ValidateConfig(const Config& c, std::string_view source_view) {
   return ValidateKubernetes(c, err);
 }
 
+namespace {
+
+// Length of the UTF-8 sequence at s[i] (1..4), or 0 if it is not a valid one
+// (truncated, overlong, a surrogate, above U+10FFFF, a stray continuation).
+size_t Utf8SequenceLength(std::string_view s, size_t i) {
+  const auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = b(i);
+  if (c < 0x80) return 1;
+  size_t n;
+  unsigned char lo = 0x80, hi = 0xbf;  // allowed range of the second byte
+  if (c >= 0xc2 && c <= 0xdf) {
+    n = 2;
+  } else if (c >= 0xe0 && c <= 0xef) {
+    n = 3;
+    if (c == 0xe0) lo = 0xa0;  // overlong
+    if (c == 0xed) hi = 0x9f;  // surrogates
+  } else if (c >= 0xf0 && c <= 0xf4) {
+    n = 4;
+    if (c == 0xf0) lo = 0x90;  // overlong
+    if (c == 0xf4) hi = 0x8f;  // above U+10FFFF
+  } else {
+    return 0;
+  }
+  if (s.size() - i < n) return 0;
+  if (b(i + 1) < lo || b(i + 1) > hi) return 0;
+  for (size_t k = 2; k < n; ++k) {
+    if ((b(i + k) & 0xc0) != 0x80) return 0;
+  }
+  return n;
+}
+
+// A config is UTF-8 text (YAML 1.2 §5.2). yaml-cpp would take invalid bytes
+// into values (paths, group names) as they are, and reports a NUL as an
+// "unknown escape character"; both are refused here with their position.
+Status CheckConfigText(std::string_view text, const std::string& source) {
+  size_t line = 1, column = 1;
+  for (size_t i = 0; i < text.size();) {
+    const auto at = [&] {
+      return "config " + source + ": line " + std::to_string(line) + ", column " +
+             std::to_string(column) + ": ";
+    };
+    if (text[i] == '\0') {
+      return InvalidArgumentError(at() +
+                                  "a NUL byte; a config file is UTF-8 text (is this the right "
+                                  "file?)");
+    }
+    const size_t n = Utf8SequenceLength(text, i);
+    if (n == 0) {
+      return InvalidArgumentError(at() + "invalid UTF-8; a config file is UTF-8 text (is this "
+                                         "the right file?)");
+    }
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+    i += n;
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
 StatusOr<Config> ParseConfig(std::string_view yaml, std::string_view source_view) {
   const std::string source(source_view);
+  MIGD_RETURN_IF_ERROR(CheckConfigText(yaml, source));
   YAML::Node root;
   try {
     root = YAML::Load(std::string(yaml));

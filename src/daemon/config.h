@@ -6,8 +6,9 @@
 // Parsing is strict, because a typo in a daemon's config must not silently
 // fall back to a default: unknown keys (with the nearest known key as a
 // suggestion), duplicate keys, wrong types, bad durations/modes/addresses,
-// out-of-range numbers and YAML syntax errors are all kInvalidArgument with a
-// message naming the file and the key's path, e.g.
+// out-of-range numbers, YAML syntax errors, and text that is not UTF-8 (a NUL
+// byte or an invalid sequence, reported with its line and column) are all
+// kInvalidArgument with a message naming the file and the key's path, e.g.
 //   config migd.yaml: lifecycle.idleTTL: "5x" is not a duration (use e.g. 30s, 10m, 2h)
 //   config migd.yaml: unknown key api.sokcet (did you mean api.socket?)
 // An empty file (or one with only comments) gives the defaults.

@@ -2,10 +2,13 @@
 // (or root) could change (issue 8 §5, docs/security.md).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <string>
+#include <vector>
 
 #include "daemon/config.h"
 #include "testing/status_matchers.h"
@@ -15,6 +18,7 @@ namespace migd::daemon {
 namespace {
 
 using ::migd::testing::StatusIs;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 constexpr char kYaml[] = "lifecycle:\n  idleTTL: 10m\n";
@@ -104,6 +108,77 @@ TEST(ConfigPermsTest, OversizedFileIsRefused) {
   const std::string path = dir.Join("migd.yaml");
   migd::testing::WriteFileOrDie(path, "# " + std::string(1 << 20, 'x') + "\n");
   EXPECT_THAT(LoadConfigFile(path), StatusIs(StatusCode::kOutOfRange, HasSubstr("larger than")));
+}
+
+TEST(ConfigPermsTest, FifoSocketAndDeviceAreRefusedWithoutBlocking) {
+  migd::testing::TempDir dir;
+  const std::string fifo = dir.Join("fifo.yaml");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_THAT(LoadConfigFile(fifo),
+              StatusIs(StatusCode::kFailedPrecondition,
+                       AllOf(HasSubstr(fifo), HasSubstr("is not a regular file"))));
+  const std::string dev = dir.Join("dev.yaml");
+  if (::mknod(dev.c_str(), S_IFCHR | 0600, ::makedev(1, 3)) == 0) {
+    EXPECT_THAT(LoadConfigFile(dev),
+                StatusIs(StatusCode::kFailedPrecondition, HasSubstr("is not a regular file")));
+  }
+}
+
+TEST(ConfigPermsTest, HugeSparseFileIsRefusedUnread) {
+  migd::testing::TempDir dir;
+  const std::string path = dir.Join("migd.yaml");
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::ftruncate(fd, off_t{1} << 40), 0);
+  ::close(fd);
+  EXPECT_THAT(LoadConfigFile(path), StatusIs(StatusCode::kOutOfRange,
+                                             AllOf(HasSubstr(path), HasSubstr("larger than"))));
+}
+
+// Content no config has: each is an InvalidArgument naming the file, never a
+// crash, a hang or a silently default config.
+TEST(ConfigPermsTest, HostileContentIsInvalidArgumentNamingTheFile) {
+  migd::testing::TempDir dir;
+  const std::string path = dir.Join("migd.yaml");
+  const std::vector<std::string> contents = {
+      std::string("stateDir: /var/x\0\nlog:\n  level: info\n", 37),
+      std::string("\0\0\0\0", 4),
+      "stateDir: \"/var/\xff\xfe\"\n",
+      "log:\n  level: \"\xc3(\"\n",
+      std::string(100000, '[') + "\n",
+      std::string(100000, '{') + "\n",
+      std::string(50000, '-') + " x\n",
+      "a: &a [*a]\n",
+      "lifecycle: &x\n  idleTTL: *x\n",
+      "\xef\xbb\xbf\xef\xbb\xbf: 1\n",
+      "log: !!binary AAAA\n",
+      "api:\n  socketMode: 99999999999999999999999999\n",
+  };
+  for (const std::string& content : contents) {
+    migd::testing::WriteFileOrDie(path, content);
+    StatusOr<Config> c = LoadConfigFile(path);
+    EXPECT_THAT(c, StatusIs(StatusCode::kInvalidArgument, HasSubstr(path)))
+        << "content: " << ::testing::PrintToString(content.substr(0, 60));
+  }
+}
+
+TEST(ConfigTextTest, NulAndInvalidUtf8AreRefusedWithTheirPosition) {
+  EXPECT_THAT(ParseConfig(std::string("log:\n  level: in\0fo\n", 20), "m.yaml"),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("config m.yaml: line 2, column 12: a NUL byte")));
+  for (const char* bad : {"\xff", "\xc3(", "\xc0\xaf", "\xe0\x80\xaf", "\xed\xa0\x80",
+                          "\xf4\x90\x80\x80", "\xf8\x88\x80\x80\x80", "\x80", "\xe2\x82"}) {
+    EXPECT_THAT(ParseConfig(std::string("stateDir: /var/x") + bad + "\n", "m.yaml"),
+                StatusIs(StatusCode::kInvalidArgument,
+                         HasSubstr("config m.yaml: line 1, column 17: invalid UTF-8")))
+        << ::testing::PrintToString(std::string(bad));
+  }
+}
+
+TEST(ConfigTextTest, ValidMultiByteUtf8IsAccepted) {
+  MIGD_ASSERT_OK_AND_ASSIGN(
+      Config c, ParseConfig("# Größe ✓ 🚀 \xf4\x8f\xbf\xbf\nstateDir: /var/lib/migd-é\n", "m.yaml"));
+  EXPECT_EQ(c.state_dir, "/var/lib/migd-é");
 }
 
 }  // namespace

@@ -34,6 +34,7 @@
 #include "base/status_macros.h"
 #include "cdi/host_reader.h"
 #include "cdi/publisher.h"
+#include "cdi/spec_writer.h"
 #include "daemon/config.h"
 #include "daemon/k8s_wiring.h"
 #include "daemon/sim_host_reader.h"
@@ -417,6 +418,13 @@ std::optional<Failure> Daemon::Setup() {
       return Failure{kExitStartup,
                      "cannot create cdi.specDir " + cdi_opts.spec_dir + ": " + s.ToString()};
     }
+    // Like stateDir: a spec dir others can write is refused before migd
+    // writes (or sweeps) anything there (docs/security.md §4).
+    std::string warning;
+    if (Status s = cdi::CheckSpecDir(cdi_opts.spec_dir, &warning); !s.ok()) {
+      return Failure{kExitStartup, std::string(s.message())};
+    }
+    if (!warning.empty()) spdlog::warn("{}", warning);
   }
   if (sim_.enabled) {
     host_reader_ = std::make_unique<SimHostReader>(cdi_opts.proc_root, cdi_opts.dev_root);

@@ -104,6 +104,12 @@ class GpuDriver {
   // (NO_PERMISSION on GetHandleByIndex, nvml.md §7.16) are skipped.
   virtual StatusOr<std::vector<GpuInfo>> ListGpus() = 0;
 
+  // The indices the last successful ListGpus skipped for NO_PERMISSION, in
+  // index order (a later ListGpus may list them: the engine probes them
+  // again). Makes no driver call. Default: none (implementations that never
+  // skip).
+  virtual std::vector<GpuIndex> SkippedGpus() { return {}; }
+
   virtual StatusOr<MigModeInfo> GetMigMode(GpuIndex gpu) = 0;
 
   // Every GI profile the GPU offers, found by walking profile indices from 0

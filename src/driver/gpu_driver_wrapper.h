@@ -33,6 +33,7 @@ class GpuDriverWrapper : public GpuDriver {
 
   StatusOr<DriverVersions> GetVersions() override { return target_->GetVersions(); }
   StatusOr<std::vector<GpuInfo>> ListGpus() override { return target_->ListGpus(); }
+  std::vector<GpuIndex> SkippedGpus() override { return target_->SkippedGpus(); }
   StatusOr<MigModeInfo> GetMigMode(GpuIndex gpu) override { return target_->GetMigMode(gpu); }
   StatusOr<std::vector<GiProfileInfo>> GetGiProfiles(GpuIndex gpu) override {
     return target_->GetGiProfiles(gpu);

@@ -139,6 +139,7 @@ Status Manager::CheckAllowlistLocked(const std::vector<InstanceSpec>& specs) con
     bool allowed = policy_.profile_allowlist.count(spec.profile) != 0;
     // Aliases: the request and the list may name the same profile differently.
     for (auto it = gpus_.begin(); !allowed && it != gpus_.end(); ++it) {
+      if (!Managed(it->second)) continue;
       if (spec.gpu && it->first != spec.gpu->value()) continue;
       const std::string want = Canonical(*it->second.model, spec.profile);
       if (want.empty()) continue;
@@ -164,10 +165,14 @@ Status Manager::SetPolicy(const ManagerPolicy& policy) {
     return InvalidArgumentError("lifecycle.idleTTL must be positive (or unset)");
   }
   std::lock_guard<std::mutex> lock(mu_);
-  if (!gpus_.empty()) {
+  // Without a managed GPU there is nothing to check the names against (a GPU
+  // rediscovered later is not checked either: unknown names plan nothing).
+  const bool any_managed = std::any_of(gpus_.begin(), gpus_.end(),
+                                       [this](const auto& e) { return Managed(e.second); });
+  if (any_managed) {
     auto known = [&](const std::string& name) {
       for (const auto& [idx, gpu] : gpus_) {
-        if (gpu.model->FindProfileByName(name) != nullptr) return true;
+        if (Managed(gpu) && gpu.model->FindProfileByName(name) != nullptr) return true;
       }
       return false;
     };
@@ -195,10 +200,12 @@ ManagerPolicy Manager::policy() const {
 
 std::vector<GpuView> Manager::Gpus() const {
   std::vector<GpuView> out;
-  for (const driver::GpuInfo& info : all_gpus_) {
+  std::lock_guard<std::mutex> lock(mu_);  // rediscovery updates unmanaged entries
+  for (const auto& [idx, gpu] : gpus_) {
+    if (!gpu.listed) continue;  // skipped by ListGpus (NO_PERMISSION) so far
     GpuView v;
-    v.info = info;
-    v.model = ModelOf(info.index);
+    v.info = gpu.info;
+    v.model = Managed(gpu) ? gpu.model.get() : nullptr;
     out.push_back(std::move(v));
   }
   return out;
@@ -246,7 +253,7 @@ Manager::Instance* Manager::FindByUuidLocked(const std::string& uuid) {
 
 const mig::GpuModel* Manager::ModelOf(GpuIndex gpu) const {
   auto it = gpus_.find(gpu.value());
-  return it == gpus_.end() ? nullptr : it->second.model.get();
+  return it == gpus_.end() || !Managed(it->second) ? nullptr : it->second.model.get();
 }
 
 planner::DemandWeights Manager::DemandWeights() const {
@@ -296,6 +303,7 @@ planner::PlanInput Manager::BuildPlanInputLocked(const std::vector<InstanceSpec>
   in.demand = demand_.Weights();
   std::map<uint32_t, size_t> pos;
   for (const auto& [idx, gpu] : gpus_) {
+    if (!Managed(gpu)) continue;
     pos[idx] = in.gpus.size();
     in.gpus.push_back({GpuIndex(idx), gpu.model.get(), {}});
   }
@@ -337,6 +345,7 @@ planner::PlanInput Manager::BuildPlanInputLocked(const std::vector<InstanceSpec>
     in.gpus[p->second].occupants.push_back(std::move(o));
   }
   for (const auto& [idx, gpu] : gpus_) {
+    if (!Managed(gpu)) continue;
     for (const auto& gi : gpu.foreign) {
       const mig::GiProfile* prof = gpu.model->FindProfileById(gi.profile_id);
       if (prof == nullptr) continue;
@@ -1021,6 +1030,7 @@ ManagerSnapshot Manager::List() const {
     return std::tie(a.gpu, a.placement) < std::tie(b.gpu, b.placement);
   });
   for (const auto& [idx, gpu] : gpus_) {
+    if (!Managed(gpu)) continue;
     for (const auto& gi : gpu.foreign) {
       ForeignInstance f;
       f.gpu = GpuIndex(idx);

@@ -5,7 +5,8 @@
 // or after reclaiming Idle ones, as the planner decides), releases them to
 // Idle, reclaims Idle ones on request, recovers its exact state at startup,
 // and runs the reconciler (Error retries, record-removal retries, idle TTL,
-// per-GPU idle cap, warm pool, drift detection).
+// per-GPU idle cap, warm pool, drift detection, rediscovery of GPUs that were
+// not manageable at startup).
 //
 // Data flow: Allocate -> planner::MakePlan over a snapshot of every GPU
 // (occupants Active/Idle/Error/Foreign) -> execute under per-GPU locks:
@@ -20,7 +21,8 @@
 // NVML calls (NvmlDriver, measured with the simulator's counters): reuse 0,
 // release 0, create 7 (CreateGi 2 + CreateCi 5), destroy 5 (DestroyCi 3 +
 // DestroyGi 2). The first create of a GI profile on a GPU costs 17: the
-// driver walks and caches that profile's CI profiles once.
+// driver walks and caches that profile's CI profiles once. A reconcile pass
+// adds one GetMigMode per GPU that is not managed (rediscovery).
 //
 // Example:
 //   engine::ManagerOptions opts;
@@ -49,6 +51,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -173,6 +176,7 @@ struct ManagerCounters {
   uint64_t drift_foreign_gone = 0;
   uint64_t reconcile_runs = 0;
   uint64_t reconcile_errors = 0;  // passes that returned an error
+  uint64_t gpus_discovered = 0;  // GPUs the reconciler brought under management
 };
 
 struct RecoverySummary {
@@ -199,6 +203,11 @@ struct ReconcileReport {
   uint64_t drift_vanished = 0;
   uint64_t drift_foreign_appeared = 0;
   uint64_t pending_record_removals = 0;
+  // GPUs brought under management by this pass (see ReconcileOnce).
+  uint64_t gpus_discovered = 0;
+  // Unmanaged GPUs this pass probed and left unmanaged (MIG not supported or
+  // disabled, not accessible, probe or verification failed).
+  uint64_t gpus_unmanaged = 0;
 };
 
 class Manager {
@@ -245,8 +254,9 @@ class Manager {
   StatusOr<ReclaimResult> Reclaim(const ReclaimFilter& filter);
 
   ManagerSnapshot List() const;
-  // Every GPU found at startup (MIG enabled or not), by index. Fixed after
-  // Create.
+  // Every GPU NVML lists (MIG enabled or not), by index; `model` is set for
+  // the managed ones. A GPU the reconciler brings under management later
+  // (rediscovery, see ReconcileOnce) appears, or gets its model, from then on.
   std::vector<GpuView> Gpus() const;
 
   // Dry run: the plan Allocate would execute now (no state change, demand
@@ -255,6 +265,26 @@ class Manager {
 
   // One reconciler pass (see file comment). Returns the first hard error
   // (e.g. a driver listing failure); per-instance failures are counted.
+  //
+  // Rediscovery (first step of every pass): every GPU index that is not
+  // managed (MIG not reported supported/enabled at startup, GPU skipped by
+  // ListGpus for NO_PERMISSION, or an earlier takeover that failed: GI
+  // profile table or layout unreadable, records unverifiable) is probed with
+  // one GetMigMode call. Once it answers MIG-enabled, the GPU is
+  // brought under management through the same verification recovery runs at
+  // startup, for that GPU alone: its GI profile table, its live layout and
+  // its records (the records are the owner source here: committed Active
+  // records are the active owners). Anything that cannot be verified leaves
+  // the GPU unmanaged, nothing changed (retried next pass); unknown GIs
+  // become foreign (or adopted Idle with adoptExistingMIGInstances). Nothing
+  // is created or destroyed by rediscovery: journaled leftovers that startup
+  // would destroy (intents, interrupted deletions) are taken in Error (the
+  // Error retry, step 1 of the same pass, destroys them as any Error
+  // instance) and orphan GIs stay foreign.
+  // One log line when a GPU becomes managed, one when its probe outcome
+  // changes. A GPU skipped for NO_PERMISSION costs one GetMigMode per pass
+  // (answered by the refused handle lookup); ListGpus runs only once it
+  // answers. Rediscovery failures are not errors of the pass.
   StatusOr<ReconcileReport> ReconcileOnce();
   // Runs ReconcileOnce every options.reconcile_interval on a thread until
   // StopReconciler (prompt: wakes the thread). Idempotent.
@@ -270,16 +300,37 @@ class Manager {
   Status SetPolicy(const ManagerPolicy& policy);
   ManagerPolicy policy() const;
   const RecoverySummary& recovery_summary() const { return recovery_; }
-  // The placement table built from NVML for `gpu`; nullptr if unknown.
+  // The placement table built from NVML for `gpu`; nullptr if unknown or not
+  // managed (yet). Once non-null it stays valid and unchanged.
   const mig::GpuModel* ModelOf(GpuIndex gpu) const;
   planner::DemandWeights DemandWeights() const;
 
  private:
+  // One GPU index NVML knows (listed by ListGpus, or skipped by it for
+  // NO_PERMISSION). The map of them is fixed after recovery, so it is read
+  // without locks; an entry becomes managed at most once (recovery or
+  // rediscovery): `info` and `model` are written under mu_ before `managed`
+  // is set (release) and never change afterwards, so a reader that saw
+  // `managed` (acquire) may read them without mu_.
   struct Gpu {
-    driver::GpuInfo info;
-    std::unique_ptr<mig::GpuModel> model;
-    std::unique_ptr<std::mutex> mutate_mu;  // per-GPU mutation lock
+    driver::GpuInfo info;  // GUARDED_BY(mu_) while unmanaged; fixed once managed
+    bool listed = false;  // GUARDED_BY(mu_): reported by Gpus()
+    std::atomic<bool> managed{false};
+    std::unique_ptr<mig::GpuModel> model;  // set before `managed`
+    // Per-GPU mutation lock; exists for unmanaged entries too.
+    std::unique_ptr<std::mutex> mutate_mu = std::make_unique<std::mutex>();
     std::vector<driver::GpuInstanceInfo> foreign;  // GUARDED_BY(mu_)
+    // Recovery, then rediscovery only (reconcile_mu_): the last probe
+    // outcome logged.
+    std::string probe_outcome;
+  };
+  // What recovery verified for a set of GPUs, before anything was changed.
+  struct Takeover;
+  // A GPU recovery verifies: its NVML identity, table and live layout.
+  struct ScopeGpu {
+    const driver::GpuInfo* info = nullptr;
+    const mig::GpuModel* model = nullptr;
+    const std::vector<driver::GpuInstanceInfo>* live = nullptr;
   };
   struct Instance {
     store::RecordKey key;
@@ -309,6 +360,25 @@ class Manager {
           Clock& clock, InstanceObserver* observer);
 
   Status Recover(OwnerSource& owners);
+  // Verifies `records` (this boot's) and the owners `owned` against the live
+  // layouts of `scope` (DESIGN.md §4) and decides what becomes of every
+  // record and live GI; changes nothing. A record or owner of a GPU outside
+  // `scope` fails. kFailedPrecondition naming GPU, instance and mismatch.
+  StatusOr<Takeover> VerifyGpus(const std::map<uint32_t, ScopeGpu>& scope,
+                                const std::vector<store::Record>& records,
+                                const std::vector<OwnedInstance>& owned,
+                                std::string_view owner_source) const;
+  // Rediscovery (ReconcileOnce step 0) and its one-GPU takeover. REQUIRES:
+  // reconcile_mu_ held.
+  void Rediscover(ReconcileReport& report);
+  // Empty when `g` is now managed; else why not (the outcome to log).
+  std::string TakeOver(uint32_t g, const driver::MigModeInfo& mode);
+  // REQUIRES: reconcile_mu_ held. Logs `outcome` for GPU entry `g` if it
+  // differs from the last one logged.
+  void NoteProbe(uint32_t g, Gpu& gpu, const std::string& outcome);
+  bool Managed(const Gpu& gpu) const {
+    return gpu.managed.load(std::memory_order_acquire);
+  }
 
   // REQUIRES: mu_ held. Changes the state (CanTransition), logs one line and
   // emits one InstanceEvent.
@@ -353,9 +423,9 @@ class Manager {
   Clock& clock_;
   NoopInstanceObserver noop_observer_;
   InstanceObserver& observer_;
-  std::map<uint32_t, Gpu> gpus_;  // by GPU index; fixed after recovery
-  std::map<std::string, uint32_t> gpu_by_uuid_;
-  std::vector<driver::GpuInfo> all_gpus_;  // every GPU NVML lists; fixed after recovery
+  // By GPU index: every index NVML reported at startup, managed or not. The
+  // map's structure is fixed after recovery (see Gpu).
+  std::map<uint32_t, Gpu> gpus_;
   RecoverySummary recovery_;
 
   mutable std::mutex mu_;

@@ -320,5 +320,70 @@ TEST_F(EngineSimTest, OtherBootRecordsAreDiscardedAfterReboot) {
   EXPECT_TRUE(mgr_->List().instances.empty());
 }
 
+// Rediscovery through the production NvmlDriver: a one-shot NVML fault at
+// startup (MIGD_SIM_FAULTS) drops the GPU; the first reconcile takes it over.
+TEST_F(EngineSimTest, GpuDroppedByOneShotMigModeFaultIsRediscovered) {
+  MIGD_RUN_IN_FRESH_PROCESS();
+  Init("a100-40gb:1", {{"MIGD_SIM_FAULTS", "nvmlDeviceGetMigMode=NOT_SUPPORTED@1"}});
+  Start();
+  ASSERT_EQ(mgr_->Gpus().size(), 1u);
+  EXPECT_EQ(mgr_->Gpus()[0].model, nullptr);
+  EXPECT_FALSE(mgr_->Gpus()[0].info.mig.supported);
+  MIGD_ASSERT_OK_AND_ASSIGN(ReconcileReport r, mgr_->ReconcileOnce());
+  EXPECT_EQ(r.gpus_discovered, 1u);
+  EXPECT_NE(mgr_->Gpus()[0].model, nullptr);
+  EXPECT_TRUE(mgr_->Gpus()[0].info.mig.supported);
+  MIGD_ASSERT_OK_AND_ASSIGN(Allocation a, mgr_->Allocate(Req("a", {Spec("1g.5gb")})));
+  EXPECT_FALSE(a.instances[0].mig_uuid.value().empty());
+  ExpectConsistent(*mgr_, *driver_, *store_);
+  // Managed: the next pass does not probe it.
+  const CallCounts pass = Measure([&] { ASSERT_TRUE(mgr_->ReconcileOnce().ok()); });
+  EXPECT_EQ(driver::sim_testing::Get(pass, "nvmlDeviceGetMigMode", "SUCCESS"), 0u)
+      << Describe(pass);
+}
+
+TEST_F(EngineSimTest, GpuSkippedByOneShotNoPermissionIsRediscovered) {
+  MIGD_RUN_IN_FRESH_PROCESS();
+  Init("a100-40gb:1", {{"MIGD_SIM_FAULTS", "nvmlDeviceGetHandleByIndex_v2=NO_PERMISSION@1"}});
+  Start();
+  EXPECT_TRUE(mgr_->Gpus().empty());
+  MIGD_ASSERT_OK_AND_ASSIGN(ReconcileReport r, mgr_->ReconcileOnce());
+  EXPECT_EQ(r.gpus_discovered, 1u);
+  ASSERT_EQ(mgr_->Gpus().size(), 1u);
+  EXPECT_EQ(mgr_->Gpus()[0].info.uuid.value(), sim_->GpuUuid());
+  EXPECT_NE(mgr_->Gpus()[0].model, nullptr);
+  MIGD_ASSERT_OK_AND_ASSIGN(Allocation a, mgr_->Allocate(Req("a", {Spec("1g.5gb")})));
+  EXPECT_FALSE(a.instances[0].mig_uuid.value().empty());
+  ExpectConsistent(*mgr_, *driver_, *store_);
+}
+
+// The cost of a GPU that truly cannot be managed: one NVML call per pass.
+TEST_F(EngineSimTest, UnmanageableGpusCostOneNvmlCallPerReconcilePass) {
+  MIGD_RUN_IN_FRESH_PROCESS();
+  Init("a100-40gb:1,a30-24gb:1:mig-off,a30-24gb:1:no-permission");
+  Start();
+  ASSERT_EQ(mgr_->Gpus().size(), 2u);  // the no-permission one is not listed
+  ASSERT_TRUE(mgr_->ReconcileOnce().ok());  // first pass: logs the new outcome
+  const CallCounts pass = Measure([&] {
+    MIGD_ASSERT_OK_AND_ASSIGN(ReconcileReport r, mgr_->ReconcileOnce());
+    EXPECT_EQ(r.gpus_discovered, 0u);
+    EXPECT_EQ(r.gpus_unmanaged, 2u);
+  });
+  // mig-off: one nvmlDeviceGetMigMode (handle cached); no-permission: one
+  // refused nvmlDeviceGetHandleByIndex_v2. Nothing else for either GPU.
+  EXPECT_EQ(driver::sim_testing::Get(pass, "nvmlDeviceGetMigMode", "SUCCESS"), 1u)
+      << Describe(pass);
+  EXPECT_EQ(driver::sim_testing::Get(pass, "nvmlDeviceGetHandleByIndex_v2", "ERROR_NO_PERMISSION"),
+            1u)
+      << Describe(pass);
+  EXPECT_EQ(driver::sim_testing::Get(pass, "nvmlDeviceGetCount_v2", "SUCCESS"), 0u)
+      << Describe(pass);
+  EXPECT_EQ(driver::sim_testing::Get(pass, "nvmlDeviceGetGpuInstanceProfileInfoV", "SUCCESS") +
+                driver::sim_testing::Get(pass, "nvmlDeviceGetGpuInstanceProfileInfoV",
+                                         "ERROR_NOT_SUPPORTED"),
+            0u)
+      << Describe(pass);
+}
+
 }  // namespace
 }  // namespace migd::engine

@@ -1,5 +1,6 @@
-// Manager's reconciler: Error retries, record-removal retries, idle TTL,
-// per-GPU idle cap, warm pool, drift detection.
+// Manager's reconciler: rediscovery of unmanaged GPUs (recovery.cc), Error
+// retries, record-removal retries, idle TTL, per-GPU idle cap, warm pool,
+// drift detection.
 #include <algorithm>
 #include <utility>
 
@@ -15,6 +16,10 @@ StatusOr<ReconcileReport> Manager::ReconcileOnce() {
   std::lock_guard<std::mutex> rlock(reconcile_mu_);
   ReconcileReport report;
   Status first;
+
+  // 0. GPUs recovery could not manage (recovery.cc): probed, taken over once
+  // they answer MIG-enabled and verify. Never an error of the pass.
+  Rediscover(report);
 
   // 1. Retry destroys of Error instances (fail closed until NVML agrees).
   std::map<uint32_t, std::vector<store::RecordKey>> errors;
@@ -136,6 +141,7 @@ Status Manager::DetectDrift(ReconcileReport& report) {
   Status first;
   std::vector<store::RecordKey> vanished_idle;
   for (auto& [g, gpu] : gpus_) {
+    if (!Managed(gpu)) continue;
     auto locks = LockGpus({g});
     StatusOr<std::vector<driver::GpuInstanceInfo>> live = driver_.ListGpuInstances(GpuIndex(g));
     if (!live.ok()) {
@@ -220,6 +226,7 @@ void Manager::WarmPool(ReconcileReport& report) {
   for (const auto& [profile, target] : pool) {
     for (uint32_t attempt = 0; attempt < target; ++attempt) {
       store::RecordKey key;
+      uint32_t gpu_index = 0;
       {
         std::lock_guard<std::mutex> lock(mu_);
         uint32_t have = 0;
@@ -240,7 +247,8 @@ void Manager::WarmPool(ReconcileReport& report) {
         if (!plan.ok() || plan->instances[0].stage != planner::Stage::kFree) break;
         const planner::InstancePlan& ip = plan->instances[0];
         if (ip.profile != profile) break;  // the name resolves to another profile's name
-        key = {gpus_.at(ip.gpu.value()).info.uuid, ip.profile_id, ip.placement};
+        gpu_index = ip.gpu.value();
+        key = {gpus_.at(gpu_index).info.uuid, ip.profile_id, ip.placement};
         if (instances_.count(key) != 0) break;
         Instance ph;
         ph.key = key;
@@ -252,7 +260,7 @@ void Manager::WarmPool(ReconcileReport& report) {
       }
       Status s;
       {
-        auto locks = LockGpus({gpu_by_uuid_.at(key.gpu_uuid.value())});
+        auto locks = LockGpus({gpu_index});
         s = CreateInstance(key, store::Owner(), std::string(), /*as_idle=*/true);
       }
       if (!s.ok()) {

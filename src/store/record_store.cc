@@ -447,10 +447,6 @@ void RecordStore::Quarantine(const std::string& name, LoadProblem& problem) {
     if (s.code() == StatusCode::kAlreadyExists) continue;
     if (!s.ok()) break;
     problem.quarantined_to = to;
-    // The move itself happened; a failed fsync only makes it less durable.
-    s = ops_.SyncDirectory(*qdir);
-    if (s.ok()) s = ops_.SyncDirectory(dir_);
-    if (!s.ok()) problem.quarantine_error = s.ToString();
     return;
   }
   problem.quarantine_error = s.ToString();
@@ -512,6 +508,7 @@ StatusOr<LoadResult> RecordStore::LoadAll() {
 
   LoadResult result;
   std::map<RecordKey, Known> known;
+  std::vector<size_t> quarantined;  // indices into result.problems
   for (const std::string& name : names) {
     LoadProblem problem;
     problem.file = name;
@@ -553,7 +550,19 @@ StatusOr<LoadResult> RecordStore::LoadAll() {
       quarantine = problem.kind != ProblemKind::kUnreadable;
     }
     if (quarantine) Quarantine(name, problem);
+    if (!problem.quarantined_to.empty()) quarantined.push_back(result.problems.size());
     result.problems.push_back(std::move(problem));
+  }
+  // One pair of directory fsyncs for every move of this pass, not one per
+  // file: a state dir full of junk (thousands of corrupt files) would
+  // otherwise stall startup for minutes. The moves themselves happened; a
+  // failed fsync only makes them less durable, and is reported on each.
+  if (!quarantined.empty()) {
+    Status s = ops_.SyncDirectory(dir_ + "/" + std::string(kQuarantineDirName));
+    if (s.ok()) s = ops_.SyncDirectory(dir_);
+    if (!s.ok()) {
+      for (size_t i : quarantined) result.problems[i].quarantine_error = s.ToString();
+    }
   }
   std::sort(result.records.begin(), result.records.end(),
             [](const Record& a, const Record& b) { return a.key < b.key; });

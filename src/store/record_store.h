@@ -212,6 +212,9 @@ class RecordStore {
   //   - the quarantine directory itself is skipped.
   // Records of other boots are returned with their boot id. Keys queued for
   // removal are not returned. Resets the store's view of which records exist.
+  // Quarantine moves are made durable by one fsync of the quarantine
+  // directory and one of stateDir per call, however many files moved (a
+  // failed fsync sets quarantine_error on each moved file's problem).
   // Errors: OS errors listing stateDir only; per-file trouble is in
   // `problems` and never fails the call.
   StatusOr<LoadResult> LoadAll();
@@ -239,7 +242,8 @@ class RecordStore {
   // unlink + fsync of stateDir; OK if the file is already gone.
   Status RemovePath(const std::string& path);
   // Moves <dir>/<name> into the quarantine directory and records the outcome
-  // in `problem` (quarantined_to or quarantine_error).
+  // in `problem` (quarantined_to or quarantine_error). Does not fsync: LoadAll
+  // syncs both directories once after all of its moves.
   void Quarantine(const std::string& name, LoadProblem& problem);
   // Returns the quarantine directory, creating it if missing.
   StatusOr<std::string> QuarantineDir();

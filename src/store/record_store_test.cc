@@ -3,14 +3,19 @@
 #include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/types.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
+#include <map>
 #include <set>
 #include <string>
 #include <thread>
@@ -805,12 +810,16 @@ TEST_F(RecordStoreTest, QuarantineFailureLeavesTheFileInPlace) {
   EXPECT_THAT(loaded.problems[0].quarantine_error, HasSubstr("injected: renaming"));
   EXPECT_EQ(Read(PathOf(Key())), "junk");
 
-  // A failing fsync after the move still reports where the file went.
+  // A failing fsync after the move still reports where the file went, on
+  // every file of the pass.
+  WriteFileOrDie(PathOf(Key(2)), "junk 2");
   ops_.fail_sync = 1;
   loaded = LoadOrDie(*store);
-  ASSERT_THAT(loaded.problems, SizeIs(1));
-  EXPECT_THAT(loaded.problems[0].quarantined_to, StartsWith(QuarantineDir()));
-  EXPECT_THAT(loaded.problems[0].quarantine_error, HasSubstr("injected: fsync"));
+  ASSERT_THAT(loaded.problems, SizeIs(2));
+  for (const LoadProblem& p : loaded.problems) {
+    EXPECT_THAT(p.quarantined_to, StartsWith(QuarantineDir()));
+    EXPECT_THAT(p.quarantine_error, HasSubstr("injected: fsync"));
+  }
   EXPECT_EQ(Read(loaded.problems[0].quarantined_to), "junk");
 }
 
@@ -939,6 +948,154 @@ TEST_F(RecordStoreTest, ValidAndBadFilesAreSeparated) {
   LoadResult again = LoadOrDie(*store);
   EXPECT_THAT(again.records, SizeIs(1));
   EXPECT_THAT(again.problems, IsEmpty());
+}
+
+// ---- Hostile entries in stateDir ----
+
+// A socket or device node named like a record is reported and left alone,
+// and never opened (opening a device can have effects of its own).
+TEST_F(RecordStoreTest, SocketAndDeviceNamedLikeARecordAreNotOpened) {
+  auto store = OpenOrDie();
+  const std::string sock = PathOf(Key(0));
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  ASSERT_LT(sock.size(), sizeof(addr.sun_path));
+  std::memcpy(addr.sun_path, sock.c_str(), sock.size() + 1);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  size_t expected = 1;
+  // Major 511 has no driver: an open(2) would fail, so a kUnreadable here
+  // would mean the store opened it.
+  if (::mknod(PathOf(Key(2)).c_str(), S_IFCHR | 0600, ::makedev(511, 0)) == 0) ++expected;
+  LoadResult loaded = LoadOrDie(*store);
+  ::close(fd);
+  EXPECT_THAT(loaded.records, IsEmpty());
+  ASSERT_THAT(loaded.problems, SizeIs(expected));
+  for (const LoadProblem& p : loaded.problems) {
+    EXPECT_EQ(p.kind, ProblemKind::kNotRegular) << p.ToString();
+    EXPECT_EQ(p.quarantined_to, "");
+    EXPECT_TRUE(fs::exists(fs::symlink_status(StateDir() + "/" + p.file))) << p.file;
+  }
+}
+
+// Content that no record has: empty, NUL bytes, invalid UTF-8 inside a
+// string, control characters, nesting far deeper than any record, a sparse
+// file of a terabyte. Each is quarantined byte for byte (the sparse one
+// unread), none crashes the loader, and a good record beside them loads.
+TEST_F(RecordStoreTest, HostileContentIsQuarantinedAndGoodRecordsStillLoad) {
+  auto store = OpenOrDie();
+  ASSERT_THAT(store->Put(Committed(Key(0))), IsOk());
+  Record r = Committed(Key(1));
+  r.boot_id = kBoot;
+  std::string bad_utf8 = EncodeRecord(r);
+  const size_t req = bad_utf8.find("req-1");
+  ASSERT_NE(req, std::string::npos);
+  bad_utf8.replace(req, 5, "r\xc3(\xff\xfe");
+  std::string with_nul = EncodeRecord(Committed(Key(2)));
+  with_nul.replace(with_nul.find("req-1"), 5, std::string("r\0q", 3));
+  std::string control = EncodeRecord(Committed(Key(3)));
+  control.replace(control.find("req-1"), 5, "r\x1b[2Jq");
+  const std::map<std::string, std::string> files = {
+      {NameOf(Key(1)), bad_utf8},
+      {NameOf(Key(2)), with_nul},
+      {NameOf(Key(3)), control},
+      {NameOf(Key(4)), ""},
+      {NameOf(Key(5)), std::string(60000, '[')},
+      {NameOf(Key(6)), std::string(20000, '{') + std::string(20000, '"')},
+      {NameOf(Key(7, 1, 19, kGpu2)), std::string("\0\0\0\0", 4)},
+  };
+  for (const auto& [name, content] : files) WriteFileOrDie(StateDir() + "/" + name, content);
+  const std::string huge = NameOf(Key(0, 1, 19, kGpu2));
+  {
+    const int fd = ::open((StateDir() + "/" + huge).c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::ftruncate(fd, off_t{1} << 40), 0);
+    ::close(fd);
+  }
+
+  LoadResult loaded = LoadOrDie(*store);
+  ASSERT_THAT(loaded.records, SizeIs(1));
+  EXPECT_EQ(loaded.records[0].key, Key(0));
+  ASSERT_THAT(loaded.problems, SizeIs(files.size() + 1));
+  for (const LoadProblem& p : loaded.problems) {
+    EXPECT_NE(p.quarantined_to, "") << p.ToString();
+    EXPECT_EQ(p.quarantine_error, "") << p.ToString();
+    if (p.file == huge) {
+      EXPECT_EQ(p.kind, ProblemKind::kTooLarge) << p.ToString();
+      EXPECT_EQ(fs::file_size(p.quarantined_to), uintmax_t{1} << 40);
+      continue;
+    }
+    EXPECT_EQ(p.kind, ProblemKind::kCorrupt) << p.ToString();
+    EXPECT_THAT(p.reason, HasSubstr(p.file));
+    ASSERT_TRUE(files.count(p.file)) << p.file;
+    EXPECT_EQ(Read(p.quarantined_to), files.at(p.file));
+  }
+  EXPECT_THAT(List(StateDir()), ElementsAre(NameOf(Key(0)), "quarantine"));
+}
+
+// Names no record has: traversal look-alikes, control characters, invalid
+// UTF-8, the longest name the file system allows. None escapes stateDir;
+// *.json ones are quarantined under a bounded name, the rest left alone.
+TEST_F(RecordStoreTest, HostileNamesStayInsideStateDir) {
+  auto store = OpenOrDie();
+  Record r = Committed();
+  r.boot_id = kBoot;
+  const std::string good = EncodeRecord(r);
+  const std::vector<std::string> json_names = {
+      "..json", "...json", ".json", "..%2f..%2fetc%2fpasswd.json", "GPU-..json",
+      "a\nfile=forged problem=none.json", "\x1b[31m.json", "bad\xff\xfe.json",
+      std::string(250, 'x') + ".json"};
+  const std::vector<std::string> other_names = {"..", "x\ny", "..\xff", std::string(255, 'y')};
+  for (const std::string& n : json_names) WriteFileOrDie(StateDir() + "/" + n, good);
+  for (const std::string& n : other_names) {
+    if (n != "..") WriteFileOrDie(StateDir() + "/" + n, good);
+  }
+  LoadResult loaded = LoadOrDie(*store);
+  EXPECT_THAT(loaded.records, IsEmpty());
+  ASSERT_THAT(loaded.problems, SizeIs(json_names.size() + other_names.size() - 1));
+  for (const LoadProblem& p : loaded.problems) {
+    if (p.kind == ProblemKind::kUnknownEntry) {
+      EXPECT_EQ(p.quarantined_to, "") << p.ToString();
+      EXPECT_EQ(Read(StateDir() + "/" + p.file), good);
+      continue;
+    }
+    // Every *.json name here holds the record of Key(), whose file is
+    // another name: moved into the quarantine directory, nowhere else.
+    EXPECT_EQ(p.kind, ProblemKind::kNameMismatch) << p.ToString();
+    EXPECT_THAT(p.quarantined_to, StartsWith(QuarantineDir() + "/")) << p.ToString();
+    EXPECT_EQ(p.quarantined_to.find('/', QuarantineDir().size() + 1), std::string::npos);
+    EXPECT_LE(p.quarantined_to.size() - QuarantineDir().size() - 1, size_t{255});
+    EXPECT_EQ(Read(p.quarantined_to), good);
+  }
+  EXPECT_THAT(List(QuarantineDir()), SizeIs(json_names.size()));
+  EXPECT_THAT(List(tmp_.path()), ElementsAre("state"));  // nothing escaped
+}
+
+// Thousands of entries (junk names, corrupt records) beside one good record:
+// LoadAll still returns the record and reports every entry, each once, and
+// makes the quarantine moves durable with two directory fsyncs in all, not
+// two per file (which stalled startup for minutes with this many files).
+TEST_F(RecordStoreTest, ManyJunkEntriesAreAllReportedAndTheRecordStillLoads) {
+  auto store = OpenOrDie();
+  ASSERT_THAT(store->Put(Committed(Key(0))), IsOk());
+  constexpr int kJunk = 2000;
+  for (int i = 0; i < kJunk; ++i) {
+    WriteFileOrDie(StateDir() + "/junk-" + std::to_string(i), "x");
+    WriteFileOrDie(StateDir() + "/corrupt-" + std::to_string(i) + ".json", "{");
+  }
+  const int syncs_before = ops_.sync_calls.load();
+  LoadResult loaded = LoadOrDie(*store);
+  // Creating the quarantine directory syncs stateDir once more.
+  EXPECT_LE(ops_.sync_calls.load() - syncs_before, 3);
+  ASSERT_THAT(loaded.records, SizeIs(1));
+  EXPECT_THAT(loaded.problems, SizeIs(2 * kJunk));
+  std::set<std::string> files;
+  for (const LoadProblem& p : loaded.problems) files.insert(p.file);
+  EXPECT_THAT(files, SizeIs(2 * kJunk));
+  EXPECT_THAT(List(QuarantineDir()), SizeIs(kJunk));
+  // The second pass sees only what was left in place.
+  EXPECT_THAT(LoadOrDie(*store).problems, SizeIs(kJunk));
 }
 
 TEST_F(RecordStoreTest, LoadAllFailsOnlyWhenTheDirectoryCannotBeListed) {

@@ -226,6 +226,7 @@ StatusOr<std::vector<GpuInfo>> NvmlDriver::ListGpus() {
   NvmlSymbol handle_sym = S::kDeviceGetHandleByIndexV2;
   library().FirstBound({S::kDeviceGetHandleByIndexV2, S::kDeviceGetHandleByIndex}, &handle_sym);
   std::vector<GpuInfo> gpus;
+  std::vector<GpuIndex> skipped;
   for (unsigned int i = 0; i < count; ++i) {
     const GpuIndex gpu(i);
     nvmlDevice_t dev = nullptr;
@@ -234,6 +235,7 @@ StatusOr<std::vector<GpuInfo>> NvmlDriver::ListGpus() {
       // cgroup device restrictions (nvml.md §7.16): skip, do not abort.
       spdlog::warn("skipping GPU the caller may not access{}",
                    Fields().Add("gpu_index", i).Add("nvml", NvmlReturnName(r)));
+      skipped.push_back(gpu);
       continue;
     }
     if (r != NVML_SUCCESS) return Err(r, "getting the handle of " + GpuText(gpu));
@@ -281,7 +283,14 @@ StatusOr<std::vector<GpuInfo>> NvmlDriver::ListGpus() {
     MIGD_ASSIGN_OR_RETURN(info.mig, ReadMigMode(gpu, dev));
     gpus.push_back(std::move(info));
   }
+  std::lock_guard<std::mutex> lock(mu_);
+  skipped_ = std::move(skipped);
   return gpus;
+}
+
+std::vector<GpuIndex> NvmlDriver::SkippedGpus() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return skipped_;
 }
 
 StatusOr<MigModeInfo> NvmlDriver::GetMigMode(GpuIndex gpu) {
@@ -469,7 +478,11 @@ StatusOr<std::vector<GiProfileInfo>> NvmlDriver::WalkGiProfiles(GpuIndex gpu, nv
   int accepted = 0;
   for (uint32_t index = 0; index < kMaxGiProfileIndex; ++index) {
     GiProfileInfo p;
-    const nvmlReturn_t r = QueryGiProfile(dev, index, &accepted, &p);
+    nvmlReturn_t r = QueryGiProfile(dev, index, &accepted, &p);
+    // Asked twice before the profile counts as absent: the table is cached
+    // while MIG mode stays on, so one transient NOT_SUPPORTED would drop the
+    // profile (and every request for it) until migd restarts.
+    if (r == NVML_ERROR_NOT_SUPPORTED) r = QueryGiProfile(dev, index, &accepted, &p);
     if (r == NVML_ERROR_INVALID_ARGUMENT) break;  // past the last index this driver knows
     if (r == NVML_ERROR_NOT_SUPPORTED) continue;  // profile absent on this GPU
     if (r != NVML_SUCCESS) {

@@ -16,7 +16,10 @@
 //     cached, tagged with the session generation;
 //   * GI profile info is cached per GPU (immutable while MIG mode is on) and
 //     dropped when a MIG-mode read differs from the mode it was read under; CI
-//     profile info is cached per (GPU, GI profile id);
+//     profile info is cached per (GPU, GI profile id). A GI profile index that
+//     answers NOT_SUPPORTED is asked a second time before it counts as absent
+//     (one extra call per absent index and walk): the table stays cached, so a
+//     transient NOT_SUPPORTED would otherwise drop a profile until restart;
 //   * every NVML call is counted per (function, result): CallCounts().
 //
 // NVML call counts with warm caches (GPU handle and profile caches filled, e.g.
@@ -82,6 +85,7 @@ class NvmlDriver : public GpuDriver {
 
   StatusOr<DriverVersions> GetVersions() override;
   StatusOr<std::vector<GpuInfo>> ListGpus() override;
+  std::vector<GpuIndex> SkippedGpus() override;
   StatusOr<MigModeInfo> GetMigMode(GpuIndex gpu) override;
   StatusOr<std::vector<GiProfileInfo>> GetGiProfiles(GpuIndex gpu) override;
   StatusOr<std::vector<mig::Placement>> GetGiPossiblePlacements(GpuIndex gpu,
@@ -176,6 +180,7 @@ class NvmlDriver : public GpuDriver {
   std::mutex mu_;
   uint64_t cache_generation_ = 0;  // GUARDED_BY(mu_)
   std::map<uint32_t, GpuCache> gpus_;  // GUARDED_BY(mu_), by GPU index
+  std::vector<GpuIndex> skipped_;  // GUARDED_BY(mu_): the last ListGpus's NO_PERMISSION
 };
 
 }  // namespace migd::driver

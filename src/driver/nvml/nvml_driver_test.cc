@@ -114,6 +114,22 @@ TEST_F(NvmlDriverTest, SkipsGpusWithoutPermission) {
   EXPECT_EQ(gpus[1].index, GpuIndex(2));
   EXPECT_EQ(gpus[1].uuid.value(), sim_->GpuUuid(2));
   EXPECT_EQ(sim_->Count("nvmlDeviceGetHandleByIndex_v2", "ERROR_NO_PERMISSION"), 1u);
+  // Remembered for the engine's rediscovery, without another NVML call.
+  const uint64_t calls = driver_->TotalCalls();
+  EXPECT_THAT(driver_->SkippedGpus(), ElementsAre(GpuIndex(1)));
+  EXPECT_EQ(driver_->TotalCalls(), calls);
+  // Probing the skipped index is refused by the handle lookup: one call.
+  EXPECT_THAT(driver_->GetMigMode(GpuIndex(1)), StatusIs(StatusCode::kPermissionDenied,
+                                                         HasSubstr("NVML_ERROR_NO_PERMISSION")));
+  EXPECT_EQ(driver_->TotalCalls(), calls + 1);
+}
+
+TEST_F(NvmlDriverTest, OneShotNotSupportedFromProfileInfoDoesNotDropTheProfile) {
+  MIGD_RUN_IN_FRESH_PROCESS();  // the simulator numbers calls per process
+  Start(kA100, {{"MIGD_SIM_FAULTS", "nvmlDeviceGetGpuInstanceProfileInfoV=NOT_SUPPORTED@1"}});
+  MIGD_ASSERT_OK_AND_ASSIGN(auto profiles, driver_->GetGiProfiles(gpu0_));
+  ASSERT_EQ(profiles.size(), 7u);
+  EXPECT_EQ(profiles[0].name, "1g.5gb");
 }
 
 TEST_F(NvmlDriverTest, WalksProfilesWithV3AndStripsNames) {
@@ -147,13 +163,15 @@ TEST_F(NvmlDriverTest, WalksProfilesWithV3AndStripsNames) {
     EXPECT_EQ(p.placements, k->placements);
   }
   // One query per index 0..0x12 (INVALID_ARGUMENT past 0x11 ends the walk;
-  // v3 was accepted, so no v2 retry), plus 2 placement calls per profile.
-  EXPECT_EQ(library_calls("nvmlDeviceGetGpuInstanceProfileInfoV"), 0x13u);
+  // v3 was accepted, so no v2 retry), a second one for each of the 0x12 - 7
+  // indices that answer NOT_SUPPORTED (asked twice before the profile counts
+  // as absent), plus 2 placement calls per profile.
+  EXPECT_EQ(library_calls("nvmlDeviceGetGpuInstanceProfileInfoV"), 0x13u + (0x12u - 7u));
   EXPECT_EQ(library_calls("nvmlDeviceGetGpuInstancePossiblePlacements_v2"), 14u);
   const CallCounts sim = sim_->Counts();
   EXPECT_EQ(sim_testing::Get(sim, "nvmlDeviceGetGpuInstanceProfileInfoV", "SUCCESS"), 7u);
   EXPECT_EQ(sim_testing::Get(sim, "nvmlDeviceGetGpuInstanceProfileInfoV", "ERROR_NOT_SUPPORTED"),
-            0x12u - 7u);
+            2 * (0x12u - 7u));
   EXPECT_EQ(
       sim_testing::Get(sim, "nvmlDeviceGetGpuInstanceProfileInfoV", "ERROR_INVALID_ARGUMENT"), 1u);
 }
@@ -172,8 +190,9 @@ TEST_F(NvmlDriverTest, FallsBackToV2ProfileInfo) {
   EXPECT_EQ(profiles[2].memory_mib, 19968u);
   EXPECT_EQ(profiles[2].multiprocessor_count, 42u);
   EXPECT_EQ(profiles[2].decoders, 2u);
-  // v3 rejected once, then v2 for every index: 1 + 0x13 calls.
-  EXPECT_EQ(library_calls("nvmlDeviceGetGpuInstanceProfileInfoV"), 0x14u);
+  // v3 rejected once, then v2 for every index: 1 + 0x13 calls, and a second
+  // one for each of the 0x12 - 7 indices that answer NOT_SUPPORTED.
+  EXPECT_EQ(library_calls("nvmlDeviceGetGpuInstanceProfileInfoV"), 0x14u + (0x12u - 7u));
   EXPECT_EQ(sim_->Count("nvmlDeviceGetGpuInstanceProfileInfoV", "ERROR_INVALID_ARGUMENT"), 2u);
   // The CI profile info falls back the same way.
   MIGD_ASSERT_OK_AND_ASSIGN(auto gi, driver_->CreateGi(gpu0_, GiProfileId(9), {0, 4}));

@@ -79,8 +79,11 @@ Status HttpError(long code, const std::string& what, const std::string& body) {
   }
 }
 
+// Follows symlinks: the kubelet mounts service-account files as links into a
+// directory it swaps on rotation, and kubeconfigs are often linked too. These
+// are credentials the operator placed, not files others can plant.
 StatusOr<std::string> ReadTextFile(const std::string& path, const std::string& what) {
-  StatusOr<std::string> s = ReadFileToString(path, 1 << 20);
+  StatusOr<std::string> s = ReadFileFollowingSymlinks(path, 1 << 20);
   if (!s.ok()) return s.status().WithContext(what);
   return s;
 }

@@ -187,6 +187,19 @@ TEST(InClusterConfigTest, ReadsServiceAccount) {
   ::unsetenv("KUBERNETES_SERVICE_PORT");
 }
 
+// The kubelet mounts a service account as symlinks into a timestamped
+// directory (token -> ..data/token, ..data -> ..2026_11_29_...), swapped
+// atomically on rotation: the token is read through them.
+TEST(InClusterConfigTest, ReadsTheTokenThroughTheKubeletsSymlinks) {
+  migd::testing::TempDir dir;
+  std::filesystem::create_directory(dir.Join("..2026_11_29_13_00_00.123"));
+  WriteFile(dir.Join("..2026_11_29_13_00_00.123/token"), "tok-rotated\n");
+  std::filesystem::create_directory_symlink("..2026_11_29_13_00_00.123", dir.Join("..data"));
+  std::filesystem::create_symlink("..data/token", dir.Join("token"));
+  MIGD_ASSERT_OK_AND_ASSIGN(KubeConfig c, InClusterConfigFor("10.96.0.1", "443", dir.path()));
+  EXPECT_EQ(c.token, "tok-rotated");
+}
+
 TEST(InClusterConfigTest, MissingTokenFailsPrecondition) {
   migd::testing::TempDir dir;
   EXPECT_THAT(InClusterConfigFor("10.96.0.1", "443", dir.path()).status(),

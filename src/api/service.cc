@@ -17,6 +17,11 @@
 namespace migd::api {
 namespace {
 
+// How to bring a MIG-disabled GPU in: the reconciler re-probes unmanaged GPUs
+// every pass, so no restart is needed.
+constexpr char kEnableMigTail[] =
+    " -mig 1 (a GPU reset may be needed); migd takes it over at its next reconcile pass";
+
 std::string GpuList(const std::vector<engine::GpuView>& gpus) {
   std::string s;
   for (const engine::GpuView& g : gpus) {
@@ -167,7 +172,7 @@ Status MigManagerService::CheckGpus(const std::vector<engine::InstanceSpec>& spe
     if (!MigEnabled(*g)) {
       return FailedPreconditionError("gpu" + std::to_string(n) +
                                      ": MIG mode is disabled; enable it with nvidia-smi -i " +
-                                     std::to_string(n) + " -mig 1 and restart migd");
+                                     std::to_string(n) + kEnableMigTail);
     }
   }
   bool any = false;
@@ -191,7 +196,7 @@ Status MigManagerService::CheckGpus(const std::vector<engine::InstanceSpec>& spe
                                    "); enable it with nvidia-smi -i " +
                                    (hint.find(',') == std::string::npos ? hint.substr(3)
                                                                          : std::string("<index>")) +
-                                   " -mig 1 and restart migd");
+                                   kEnableMigTail);
   }
   return OkStatus();
 }

@@ -100,7 +100,8 @@ class MigManagerService final : public v1::MigManager::Service {
   // the request: an unknown GPU index → kInvalidArgument
   // "instances[i].gpu: unknown GPU N (GPUs: 0, 1)"; a GPU with MIG disabled →
   // kFailedPrecondition "gpuN: MIG mode is disabled; enable it with
-  // nvidia-smi -i N -mig 1 and restart migd"; no MIG-enabled GPU at all →
+  // nvidia-smi -i N -mig 1 (a GPU reset may be needed); migd takes it over
+  // at its next reconcile pass"; no MIG-enabled GPU at all →
   // kFailedPrecondition naming the GPUs and the fix; a profile that no
   // eligible GPU has → kInvalidArgument "instances[i].profile: unknown profile
   // \"9g.1gb\"; known on gpu0, gpu1: 1g.5gb, ..." (one list per model).

@@ -152,7 +152,8 @@ TEST_F(ServiceTest, MigDisabledGpuIsFailedPrecondition) {
   Boot("a100-40gb:1,a100-40gb:1:mig-off");
   v1::AllocateResponse resp;
   EXPECT_GRPC(Allocate(AllocReq("r1", "1g.5gb", 1), &resp), FAILED_PRECONDITION,
-              "gpu1: MIG mode is disabled; enable it with nvidia-smi -i 1 -mig 1 and restart migd");
+              "gpu1: MIG mode is disabled; enable it with nvidia-smi -i 1 -mig 1 (a GPU reset may "
+              "be needed); migd takes it over at its next reconcile pass");
   v1::PlanRequest pr;
   v1::InstanceSpec* s = pr.add_instances();
   s->set_profile("1g.5gb");
@@ -174,7 +175,7 @@ TEST_F(ServiceTest, NoMigGpuAtAllIsFailedPrecondition) {
   v1::AllocateResponse resp;
   EXPECT_GRPC(Allocate(AllocReq("r1", "1g.5gb"), &resp), FAILED_PRECONDITION,
               "no GPU has MIG mode enabled (MIG-capable: gpu0); enable it with nvidia-smi -i 0 "
-              "-mig 1 and restart migd");
+              "-mig 1 (a GPU reset may be needed); migd takes it over at its next reconcile pass");
 }
 
 TEST_F(ServiceTest, GpuWithoutMigIsFailedPrecondition) {

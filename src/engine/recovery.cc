@@ -444,8 +444,18 @@ Status Manager::Recover(OwnerSource& owners) {
 
   // 3. Records; other boots describe nothing.
   MIGD_ASSIGN_OR_RETURN(store::LoadResult loaded, store_.LoadAll());
-  for (const store::LoadProblem& p : loaded.problems) {
-    spdlog::warn("state dir entry not loaded{}", Fields().Add("problem", p.ToString()));
+  // A state dir full of junk must not flood the log: the first
+  // kMaxProblemLines entries are named, the rest counted.
+  constexpr size_t kMaxProblemLines = 100;
+  for (size_t i = 0; i < loaded.problems.size() && i < kMaxProblemLines; ++i) {
+    spdlog::warn("state dir entry not loaded{}",
+                 Fields().Add("problem", loaded.problems[i].ToString()));
+  }
+  if (loaded.problems.size() > kMaxProblemLines) {
+    spdlog::warn("more state dir entries not loaded (not listed){}",
+                 Fields()
+                     .Add("listed", kMaxProblemLines)
+                     .Add("not_listed", loaded.problems.size() - kMaxProblemLines));
   }
   std::vector<store::Record> records;
   std::vector<store::RecordKey> other_boot;

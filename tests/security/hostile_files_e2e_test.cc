@@ -159,6 +159,27 @@ TEST_F(HostileFilesTest, StateDirEntriesOfEveryShapeAreReportedAndNoneHangsStart
   StopCleanly(*migd);
 }
 
+// Thousands of junk entries are all quarantined or left alone, but the log
+// names only the first 100 and counts the rest.
+TEST_F(HostileFilesTest, ManyJunkEntriesDoNotFloodTheLog) {
+  ASSERT_EQ(::mkdir(StateDir().c_str(), 0700), 0);
+  for (int i = 0; i < 250; ++i) {
+    WriteFileOrDie(StateDir() + "/junk-" + std::to_string(i), "x");
+  }
+  std::unique_ptr<DaemonProcess> migd = Start(Args());
+  ASSERT_NE(migd, nullptr);
+  const std::string err = migd->Stderr();
+  size_t lines = 0;
+  for (size_t pos = err.find("state dir entry not loaded"); pos != std::string::npos;
+       pos = err.find("state dir entry not loaded", pos + 1)) {
+    ++lines;
+  }
+  EXPECT_EQ(lines, 100u);
+  EXPECT_THAT(err, HasSubstr("more state dir entries not loaded (not listed) listed=100 "
+                             "not_listed=150"));
+  StopCleanly(*migd);
+}
+
 TEST_F(HostileFilesTest, SpecDirWritableByOthersIsRefusedWithTheFix) {
   for (mode_t mode : {0777, 0775, 0757}) {
     ASSERT_EQ(::mkdir(CdiDir().c_str(), 0700), 0);

@@ -1,7 +1,10 @@
 # migd — developer entry points. Every target that needs packages installs them
 # first (scripts/install-deps.sh is idempotent and quiet when nothing is missing).
 #
-#   make test        deps + build + every ctest tier, summary printed
+#   make test        what CI runs: `make check`, then scripts/ci-sanitizers.sh
+#                    (fuzz targets 10 s each, a core subset under ASan+UBSan
+#                    and under TSan)
+#   make check       deps + build + every ctest tier, summary printed
 #   make run         deps + build + migd in the foreground: on simulated GPUs
 #                    when no NVIDIA driver is present (state in build/run/)
 #   make demo        a scripted scenario on simulated GPUs (scripts/demo.sh)
@@ -26,7 +29,7 @@ JOBS ?= 2
 SIM_GPUS ?= a100-40gb:2,h100-80gb:1
 RUN_DIR ?= $(CURDIR)/build/run
 
-.PHONY: all deps deps-test configure build test run demo test-asan test-tsan test-debug clean probe bench-placement bench-latency bench-load crash-test fuzz fuzz-ci
+.PHONY: all deps deps-test configure build test check run demo test-asan test-tsan test-debug clean probe bench-placement bench-latency bench-load crash-test fuzz fuzz-ci
 
 all: build
 
@@ -36,7 +39,7 @@ deps:
 # The tests also need Go and the CDI Go library (tests/cdi checks every spec
 # migd writes against the real CDI library).
 deps-test:
-	@scripts/install-deps.sh cdi-check metrics-check deploy-check
+	@scripts/install-deps.sh cdi-check metrics-check deploy-check fuzz
 
 configure: deps
 	@cmake --preset default >/dev/null
@@ -44,7 +47,13 @@ configure: deps
 build: configure
 	@cmake --build --preset default -j $(JOBS)
 
-test: deps-test build
+# What CI runs: the whole suite, then the sanitizer and fuzzing share
+# (scripts/ci-sanitizers.sh: fuzz targets 10 s each, a core subset under
+# ASan+UBSan and under TSan). `make check` is the suite alone.
+test: check
+	@umask 022 && scripts/ci-sanitizers.sh
+
+check: deps-test build
 	@umask 022 && cd build && ctest --output-on-failure -j $(JOBS) --timeout 600
 
 test-%: deps

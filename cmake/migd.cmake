@@ -6,6 +6,14 @@ set(MIGD_WARNINGS
   -Woverloaded-virtual -Wformat=2 -Wimplicit-fallthrough
   -Wmissing-declarations)
 
+# Executables of a TSan build carry the suppressions for the uninstrumented
+# Debian libraries (cmake/tsan_suppressions.cc).
+function(migd_sanitizer_hooks target)
+  if(MIGD_SANITIZE_THREAD)
+    target_sources(${target} PRIVATE ${PROJECT_SOURCE_DIR}/cmake/tsan_suppressions.cc)
+  endif()
+endfunction()
+
 # migd_cc_library(NAME name SRCS ... [HDRS ...] [DEPS ...])
 function(migd_cc_library)
   cmake_parse_arguments(ARG "" "NAME" "SRCS;HDRS;DEPS" ${ARGN})
@@ -21,6 +29,7 @@ function(migd_cc_binary)
   add_executable(${ARG_NAME} ${ARG_SRCS})
   target_link_libraries(${ARG_NAME} PRIVATE ${ARG_DEPS})
   target_compile_options(${ARG_NAME} PRIVATE ${MIGD_WARNINGS})
+  migd_sanitizer_hooks(${ARG_NAME})
 endfunction()
 
 # migd_cc_test(NAME name SRCS ... [DEPS ...] [LABELS unit|integration|e2e|hw])
@@ -34,6 +43,7 @@ function(migd_cc_test)
   add_executable(${ARG_NAME} ${ARG_SRCS})
   target_link_libraries(${ARG_NAME} PRIVATE ${ARG_DEPS} GTest::gmock GTest::gtest_main)
   target_compile_options(${ARG_NAME} PRIVATE ${MIGD_WARNINGS} -Wno-missing-declarations)
+  migd_sanitizer_hooks(${ARG_NAME})
   set_target_properties(${ARG_NAME} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
   gtest_discover_tests(${ARG_NAME}
     PROPERTIES LABELS "${ARG_LABELS}"

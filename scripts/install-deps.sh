@@ -12,6 +12,8 @@
 #                                    server, for the /metrics conformance tests)
 #   scripts/install-deps.sh deploy-check  also python3-yaml and the Go YAML library
 #                                    (deploy/check.sh: chart rendering, YAML checks)
+#   scripts/install-deps.sh fuzz     also clang 14 with libFuzzer and the LLVM tools
+#                                    (the `fuzz` preset: make fuzz, scripts/ci-sanitizers.sh)
 set -euo pipefail
 
 PACKAGES=(
@@ -35,6 +37,9 @@ DEPLOY_CHECK_PACKAGES=(
 METRICS_CHECK_PACKAGES=(
   prometheus
 )
+FUZZ_PACKAGES=(
+  clang-14 libclang-rt-14-dev llvm-14
+)
 CDI_CHECK_PACKAGES=(
   golang-go golang-github-container-orchestrated-devices-container-device-interface-dev
 )
@@ -45,7 +50,8 @@ for group in "$@"; do
     cdi-check) PACKAGES+=("${CDI_CHECK_PACKAGES[@]}") ;;
     metrics-check) PACKAGES+=("${METRICS_CHECK_PACKAGES[@]}") ;;
     deploy-check) PACKAGES+=("${DEPLOY_CHECK_PACKAGES[@]}") ;;
-    *) echo "install-deps: unknown group '$group' (known: bench, cdi-check, metrics-check, deploy-check)" >&2; exit 2 ;;
+    fuzz) PACKAGES+=("${FUZZ_PACKAGES[@]}") ;;
+    *) echo "install-deps: unknown group '$group' (known: bench, cdi-check, metrics-check, deploy-check, fuzz)" >&2; exit 2 ;;
   esac
 done
 

@@ -183,9 +183,9 @@ Status Rig::OpenAll() {
   so.boot_id = kBootId;
   so.file_ops = file_ops_.get();
   MIGD_ASSIGN_OR_RETURN(store_,
-                        store::RecordStore::Open(records_root_ + "/records", Clock::Real(), so));
+                        store::RecordStore::Open(records_root_ + "/records", EngineClock(), so));
   MIGD_ASSIGN_OR_RETURN(mgr_, engine::Manager::Create(options_.manager, *driver_, *store_,
-                                                      Clock::Real(), owners_));
+                                                      EngineClock(), owners_));
   return OkStatus();
 }
 
@@ -197,9 +197,9 @@ StatusOr<std::chrono::nanoseconds> Rig::RestartManager() {
   so.boot_id = kBootId;
   so.file_ops = file_ops_.get();
   MIGD_ASSIGN_OR_RETURN(store_,
-                        store::RecordStore::Open(records_root_ + "/records", Clock::Real(), so));
+                        store::RecordStore::Open(records_root_ + "/records", EngineClock(), so));
   MIGD_ASSIGN_OR_RETURN(mgr_, engine::Manager::Create(options_.manager, *driver_, *store_,
-                                                      Clock::Real(), owners_));
+                                                      EngineClock(), owners_));
   return sw.Elapsed();
 }
 

@@ -128,6 +128,11 @@ struct RigOptions {
   std::string gpus = "h100-80gb:1";
   LatencyModel latency = LatencyModel::Zero();
   bool store_sync = true;        // production: fsync every record write
+  // The engine's clock stands still (a FakeClock) instead of the real one:
+  // timestamps (created_at, last_used_at) then tie the same way on any
+  // machine speed, so policy comparisons are deterministic (used by
+  // RunPolicy; no policy there uses an idle TTL).
+  bool frozen_clock = false;
   engine::ManagerOptions manager; // boot_id filled in by the rig
 };
 
@@ -153,8 +158,10 @@ class Rig {
  private:
   Rig() = default;
   Status OpenAll();
+  Clock& EngineClock() { return options_.frozen_clock ? fake_clock_ : Clock::Real(); }
 
   RigOptions options_;
+  FakeClock fake_clock_;
   std::unique_ptr<SimEnv> env_;
   std::string records_root_;  // mkdtemp under base_dir; removed by the destructor
   std::unique_ptr<CountingFileOps> file_ops_;

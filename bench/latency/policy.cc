@@ -198,6 +198,7 @@ StatusOr<PolicyResult> RunPolicy(const RigOptions& base, const Workload& w, Poli
   RigOptions o = base;
   o.gpus = w.gpus;
   o.latency = LatencyModel::Zero();
+  o.frozen_clock = true;
   if (p == Policy::kLazyWarm) o.manager.warm_pool = w.warm_pool;
   MIGD_ASSIGN_OR_RETURN(std::unique_ptr<Rig> rig, Rig::Open(o));
   engine::Manager& mgr = rig->mgr();

@@ -8,6 +8,15 @@
 #include <utility>
 
 namespace migd {
+namespace {
+
+// spdlog creates its default logger lazily, on first use. Create it before
+// main() instead, so that it exists before any thread does: otherwise the
+// first log call may come from a thread that never synchronised with its
+// creator (seen by ThreadSanitizer when a gRPC thread logs first).
+[[maybe_unused]] const bool kDefaultLoggerCreated = spdlog::default_logger_raw() != nullptr;
+
+}  // namespace
 
 Status InitLogging(const LogOptions& options) {
   spdlog::level::level_enum level = spdlog::level::from_str(options.level);

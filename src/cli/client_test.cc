@@ -68,6 +68,17 @@ class FakeMigManager final : public migd::v1::MigManager::Service {
   migd::v1::ReleaseRequest last_release;
   migd::v1::PlanRequest last_plan;
   migd::v1::ReclaimRequest last_reclaim;
+  // A copy of a last_* field, taken under the lock the handlers write it
+  // under: the client call that made it returned through gRPC's own threads,
+  // whose hand-off ThreadSanitizer cannot see in Debian's uninstrumented gRPC.
+  // Orders the test thread's writes of the canned answers before the
+  // handlers' reads (both sides through mu_).
+  void Publish() { std::lock_guard<std::mutex> lock(mu_); }
+  template <typename T>
+  T Last(const T& field) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return field;
+  }
 
   grpc::Status List(grpc::ServerContext*, const migd::v1::ListRequest* request,
                     migd::v1::ListResponse* response) override {
@@ -171,6 +182,9 @@ class ClientTest : public ::testing::Test {
   void TearDown() override { server_->Shutdown(); }
 
   Result Run(const std::vector<std::string>& args, Environment env) {
+    // The canned answers were set on this thread; the handlers read them
+    // under the fake's lock, so take it once here to publish them.
+    fake_.Publish();
     std::ostringstream out;
     std::ostringstream err;
     Result r;
@@ -225,8 +239,8 @@ TEST_F(ClientTest, StatusWidthFlagSizesTheCells) {
 TEST_F(ClientTest, StatusGpuFilter) {
   const Result r = Run({"status", "--gpu", "0"});
   ASSERT_EQ(r.rc, 0) << r.err;
-  EXPECT_TRUE(fake_.last_list.has_gpu());
-  EXPECT_EQ(fake_.last_list.gpu(), 0u);
+  EXPECT_TRUE(fake_.Last(fake_.last_list).has_gpu());
+  EXPECT_EQ(fake_.Last(fake_.last_list).gpu(), 0u);
 }
 
 TEST_F(ClientTest, StatusJsonAndYamlHoldBothReplies) {
@@ -251,11 +265,11 @@ TEST_F(ClientTest, ListSendsFiltersAndPrintsATable) {
   f->add_ci_ids(0);
   const Result r = Run({"list", "--gpu", "0", "--state", "active,idle", "--state", "Error"});
   ASSERT_EQ(r.rc, 0) << r.err;
-  EXPECT_EQ(fake_.last_list.gpu(), 0u);
-  ASSERT_EQ(fake_.last_list.states_size(), 3);
-  EXPECT_EQ(fake_.last_list.states(0), migd::v1::INSTANCE_STATE_ACTIVE);
-  EXPECT_EQ(fake_.last_list.states(1), migd::v1::INSTANCE_STATE_IDLE);
-  EXPECT_EQ(fake_.last_list.states(2), migd::v1::INSTANCE_STATE_ERROR);
+  EXPECT_EQ(fake_.Last(fake_.last_list).gpu(), 0u);
+  ASSERT_EQ(fake_.Last(fake_.last_list).states_size(), 3);
+  EXPECT_EQ(fake_.Last(fake_.last_list).states(0), migd::v1::INSTANCE_STATE_ACTIVE);
+  EXPECT_EQ(fake_.Last(fake_.last_list).states(1), migd::v1::INSTANCE_STATE_IDLE);
+  EXPECT_EQ(fake_.Last(fake_.last_list).states(2), migd::v1::INSTANCE_STATE_ERROR);
   EXPECT_EQ(r.out,
             "GPU  PLACEMENT  PROFILE  STATE   OWNER  REQUEST  MIG\n"
             "0    0:4        3g.20gb  Active  job-7  job-7    MIG-0-0\n"
@@ -308,7 +322,7 @@ TEST_F(ClientTest, AllocateBuildsTheRequest) {
   const Result r =
       Run({"allocate", "--id", "job-8", "--owner", "team-x", "3g.20gb", "gpu1/1g.5gb@6:1,1g.5gb"});
   ASSERT_EQ(r.rc, 0) << r.err;
-  const migd::v1::AllocateRequest& req = fake_.last_allocate;
+  const migd::v1::AllocateRequest req = fake_.Last(fake_.last_allocate);
   EXPECT_EQ(req.request_id(), "job-8");
   EXPECT_EQ(req.owner().opaque_id(), "team-x");
   ASSERT_EQ(req.instances_size(), 3);
@@ -333,7 +347,8 @@ TEST_F(ClientTest, AllocateForAPod) {
   fake_.allocate.set_replayed(true);
   const Result r = Run({"allocate", "--id", "r1", "--pod", "ns/web-0/uid-1/main", "1g.5gb"});
   ASSERT_EQ(r.rc, 0) << r.err;
-  const migd::v1::PodOwner& pod = fake_.last_allocate.owner().pod();
+  const migd::v1::AllocateRequest req = fake_.Last(fake_.last_allocate);
+  const migd::v1::PodOwner& pod = req.owner().pod();
   EXPECT_EQ(pod.namespace_(), "ns");
   EXPECT_EQ(pod.name(), "web-0");
   EXPECT_EQ(pod.uid(), "uid-1");
@@ -370,14 +385,14 @@ TEST_F(ClientTest, ReleaseByRequestOrMig) {
       MakeInstance(0, 0, 4, "3g.20gb", migd::v1::INSTANCE_STATE_IDLE);
   Result r = Run({"release", "--id", "job-7"});
   ASSERT_EQ(r.rc, 0) << r.err;
-  EXPECT_EQ(fake_.last_release.request_id(), "job-7");
+  EXPECT_EQ(fake_.Last(fake_.last_release).request_id(), "job-7");
   EXPECT_EQ(r.out,
             "released 1 instance(s); now Idle, kept for reuse\n"
             "GPU  PLACEMENT  PROFILE  STATE  OWNER  REQUEST  MIG\n"
             "0    0:4        3g.20gb  Idle   -      -        MIG-0-0\n");
   r = Run({"release", "--mig", "MIG-0-0"});
   ASSERT_EQ(r.rc, 0) << r.err;
-  EXPECT_EQ(fake_.last_release.mig_uuid(), "MIG-0-0");
+  EXPECT_EQ(fake_.Last(fake_.last_release).mig_uuid(), "MIG-0-0");
 }
 
 TEST_F(ClientTest, ReleaseNeedsExactlyOneTarget) {
@@ -411,9 +426,9 @@ TEST_F(ClientTest, PlanAsksMigdWithoutLayout) {
   fake_.plan.set_search("greedy");
   const Result r = Run({"plan", "--request", "3g.20gb", "1g.5gb"});
   ASSERT_EQ(r.rc, 0) << r.err;
-  ASSERT_EQ(fake_.last_plan.instances_size(), 2);
-  EXPECT_EQ(fake_.last_plan.instances(0).profile(), "3g.20gb");
-  EXPECT_EQ(fake_.last_plan.instances(1).profile(), "1g.5gb");
+  ASSERT_EQ(fake_.Last(fake_.last_plan).instances_size(), 2);
+  EXPECT_EQ(fake_.Last(fake_.last_plan).instances(0).profile(), "3g.20gb");
+  EXPECT_EQ(fake_.Last(fake_.last_plan).instances(1).profile(), "1g.5gb");
   EXPECT_EQ(r.out,
             "plan (greedy search; dry run, nothing changed):\n"
             "#  GPU  PLACEMENT  PROFILE  PATH            DETAIL\n"
@@ -450,13 +465,13 @@ TEST_F(ClientTest, ReclaimSendsFiltersAndFailsWhenADestroyFailed) {
   *fake_.reclaim.add_destroyed() = MakeInstance(0, 4, 1, "1g.5gb", migd::v1::INSTANCE_STATE_IDLE);
   Result r = Run({"reclaim", "--gpu", "0", "--profile", "1g.5gb"});
   ASSERT_EQ(r.rc, 0) << r.err;
-  EXPECT_TRUE(fake_.last_reclaim.has_gpu());
-  EXPECT_EQ(fake_.last_reclaim.profile(), "1g.5gb");
+  EXPECT_TRUE(fake_.Last(fake_.last_reclaim).has_gpu());
+  EXPECT_EQ(fake_.Last(fake_.last_reclaim).profile(), "1g.5gb");
   EXPECT_THAT(r.out, HasSubstr("destroyed 1 Idle instance(s)\n"));
   *fake_.reclaim.add_failed() = MakeInstance(0, 5, 1, "1g.5gb", migd::v1::INSTANCE_STATE_ERROR);
   r = Run({"reclaim"});
   EXPECT_EQ(r.rc, kExitServerError);
-  EXPECT_FALSE(fake_.last_reclaim.has_gpu());
+  EXPECT_FALSE(fake_.Last(fake_.last_reclaim).has_gpu());
   EXPECT_THAT(r.out, HasSubstr("failed to destroy 1 instance(s)"));
   EXPECT_THAT(r.err, HasSubstr("could not be destroyed"));
   fake_.reclaim.Clear();

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The sanitizer and fuzzing share of `make test` (what CI runs besides the
+# main suite; docs/reliability.md, "Sanitizers and fuzzing in CI"):
+#
+#   1. libFuzzer (clang 14, ASan+UBSan; build-fuzz/): replay every checked-in
+#      input and fuzz each of the six targets for 10 s (fuzz/run.sh ci).
+#   2. ASan+UBSan: the unit tests of the core modules, built in that same
+#      clang tree (so the libraries are compiled once for both).
+#   3. TSan (GCC; build-tsan/): the tests that run migd's threads against each
+#      other: engine (allocations racing reconcile, release and reclaim), store,
+#      CDI writer. api_test is clean too with the compiled-in suppressions but
+#      needs gRPC and protobuf code under TSan, which CI has no time for.
+#
+# The whole suite under each sanitizer is `make test-asan` / `make test-tsan`
+# (not in CI: each is a second full build).
+#
+#   scripts/ci-sanitizers.sh [fuzz|asan|tsan]...   (default: all three)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+readonly JOBS="${JOBS:-2}"
+readonly ASAN_TESTS=(base_test mig_test planner_test store_test cdi_test engine_test engine_sim_test)
+readonly TSAN_TESTS=(base_test store_test cdi_test engine_test engine_sim_test)
+
+steps=("$@")
+[[ ${#steps[@]} -eq 0 ]] && steps=(fuzz asan tsan)
+
+run_tests() {  # build_dir test...
+  local dir="$1"; shift
+  local failed=()
+  for t in "$@"; do
+    echo "== ${dir}/tests/${t}"
+    if ! "${dir}/tests/${t}" --gtest_brief=1; then failed+=("${t}"); fi
+  done
+  if [[ ${#failed[@]} -gt 0 ]]; then
+    echo "ci-sanitizers: FAILED in ${dir}: ${failed[*]}" >&2
+    return 1
+  fi
+}
+
+for step in "${steps[@]}"; do
+  case "${step}" in
+    fuzz)
+      fuzz/run.sh ci ;;
+    asan)
+      [[ -f build-fuzz/CMakeCache.txt ]] || cmake --preset fuzz >/dev/null
+      cmake --build build-fuzz -j "${JOBS}" --target "${ASAN_TESTS[@]}"
+      # Leak checking stays on; UBSan aborts on the first report (preset flags).
+      ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}" run_tests build-fuzz "${ASAN_TESTS[@]}" ;;
+    tsan)
+      [[ -f build-tsan/CMakeCache.txt ]] || cmake --preset tsan >/dev/null
+      cmake --build build-tsan -j "${JOBS}" --target "${TSAN_TESTS[@]}"
+      # Suppressions for the uninstrumented Debian libraries are compiled in
+      # (cmake/tsan_suppressions.cc); any report fails the test (exit 66).
+      run_tests build-tsan "${TSAN_TESTS[@]}" ;;
+    *) echo "ci-sanitizers: unknown step '${step}' (fuzz, asan, tsan)" >&2; exit 2 ;;
+  esac
+done

@@ -55,7 +55,7 @@ while (( done_iterations < N )); do
 done
 
 # Kinds of kill, summed over the chunks.
-grep -h '^  [a-zA-Z_ ()-]*: [0-9]*$' "$LOG_DIR"/chunk-*.log 2>/dev/null | sort | \
+grep -h '^  [a-zA-Z_ .()-]*: [0-9]*$' "$LOG_DIR"/chunk-*.log 2>/dev/null | sort | \
   awk -F': ' '{n[$1]+=$2} END {for (k in n) print k ": " n[k]}' | sort || true
 echo "survived $survived/$N"
 if (( ${#failed_chunks[@]} > 0 )); then

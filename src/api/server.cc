@@ -290,7 +290,6 @@ void ApiServer::ServeConnection(int fd) {
     spdlog::debug("API connection{}", f);
   }
   service_->peers().Set(fd, *std::move(peer));
-  connections_.fetch_add(1, std::memory_order_relaxed);
   // gRPC owns the descriptor from here and closes it with the connection.
   grpc::AddInsecureChannelFromFd(server_.get(), fd);
 }

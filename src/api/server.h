@@ -49,7 +49,6 @@
 
 #include <sys/types.h>
 
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -91,8 +90,6 @@ class ApiServer {
   // The gRPC server (for tests, e.g. InProcessChannel); valid until the
   // ApiServer is destroyed, not serving after Shutdown.
   grpc::Server* grpc_server() const { return server_.get(); }
-  // Connections accepted and handed to gRPC so far.
-  uint64_t connections_accepted() const { return connections_.load(std::memory_order_relaxed); }
 
  private:
   ApiServer(ApiServerOptions options, MigManagerService* service)
@@ -115,7 +112,6 @@ class ApiServer {
   int listen_fd_ = -1;
   int wake_fd_ = -1;  // eventfd: Stop() wakes the accept loop
   std::thread accept_thread_;
-  std::atomic<uint64_t> connections_{0};
   bool bound_ = false;  // the socket file at options_.socket_path is ours
   dev_t socket_dev_ = 0;
   ino_t socket_ino_ = 0;

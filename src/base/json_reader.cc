@@ -68,8 +68,7 @@ std::string DescribeJson(const Json& value) {
 JsonReader::JsonReader(const Json& value, std::string source, StatusCode code)
     : JsonReader(&value, std::move(source), std::string(), code) {}
 
-JsonReader::JsonReader(const Json* value, std::string source, std::string pointer,
-                       StatusCode code)
+JsonReader::JsonReader(const Json* value, std::string source, std::string pointer, StatusCode code)
     : value_(value), source_(std::move(source)), pointer_(std::move(pointer)), code_(code) {}
 
 std::string JsonReader::Where() const {
@@ -79,8 +78,8 @@ std::string JsonReader::Where() const {
 }
 
 Status JsonReader::Expected(std::string_view expectation) const {
-  return Status(code_, Where() + ": expected " + std::string(expectation) + ", got " +
-                           DescribeJson(*value_));
+  return Status(
+      code_, Where() + ": expected " + std::string(expectation) + ", got " + DescribeJson(*value_));
 }
 
 Status JsonReader::Error(std::string_view message) const {
@@ -150,7 +149,8 @@ StatusOr<bool> JsonReader::AsBool() const {
 }
 
 StatusOr<int64_t> JsonReader::AsInt(int64_t min, int64_t max) const {
-  const std::string range = "an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
+  const std::string range =
+      "an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
   if (value_->is_number_unsigned()) {
     const uint64_t u = value_->get<uint64_t>();
     if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) ||
@@ -168,10 +168,9 @@ StatusOr<int64_t> JsonReader::AsInt(int64_t min, int64_t max) const {
 }
 
 StatusOr<uint64_t> JsonReader::AsUint(uint64_t max) const {
-  const std::string what =
-      max == std::numeric_limits<uint64_t>::max()
-          ? std::string("a non-negative integer")
-          : "a non-negative integer of at most " + std::to_string(max);
+  const std::string what = max == std::numeric_limits<uint64_t>::max()
+                               ? std::string("a non-negative integer")
+                               : "a non-negative integer of at most " + std::to_string(max);
   if (!value_->is_number_unsigned()) return Expected(what);
   const uint64_t u = value_->get<uint64_t>();
   if (u > max) return Expected(what);

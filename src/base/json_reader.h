@@ -117,8 +117,7 @@ class JsonReader {
   Status ErrorAt(std::string_view key, std::string_view message) const;
 
  private:
-  JsonReader(const nlohmann::json* value, std::string source, std::string pointer,
-             StatusCode code);
+  JsonReader(const nlohmann::json* value, std::string source, std::string pointer, StatusCode code);
   // The member, or a "missing" error naming `expectation`.
   StatusOr<JsonReader> Member(std::string_view key, std::string_view expectation) const;
   std::string Where() const;

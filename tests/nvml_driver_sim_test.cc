@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <set>
 #include <string>
@@ -24,6 +25,8 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <absl/strings/ascii.h>
 #include <nlohmann/json.hpp>
 
 #include "base/file_util.h"
@@ -398,6 +401,76 @@ TEST_F(NvmlSimTest, StateSurvivesANewSessionAndANewProcess) {
       EXPECT_EQ(after[i].compute_instances[0].mig_uuid, before[i].compute_instances[0].mig_uuid);
     }
   }
+}
+
+// scripts/hardware-check.sh against the simulator: it records the walk, the
+// instance info's .device UUIDs and the UUID lookups, and mutates nothing
+// (the simulator's counters of every mutating call stay as they were).
+TEST_F(NvmlSimTest, HardwareCheckScriptMutatesNothing) {
+  Start("h100-80gb:1,a30-24gb:1:mig-off");
+  const ComputeInstanceInfo ci = CreatePair(GiProfileId(9), {0, 4}).second;
+  const ComputeInstanceInfo ci2 = CreatePair(GiProfileId(19), {6, 1}).second;
+  ASSERT_THAT(driver_->CreateGi(kGpu0, GiProfileId(19), {5, 1}).status(), IsOk());  // no CI
+  ASSERT_EQ(AttachProcess(ci.mig_uuid, 4242, 1ull << 20), NVML_SUCCESS);
+  MIGD_ASSERT_OK_AND_ASSIGN(auto gpus, driver_->ListGpus());
+  const std::string gpu_uuid = gpus[0].uuid.value();
+  Stop();
+  const std::string state_before = *ReadFileToString(state_path());
+  const Counts before = SimCounts();
+
+  migd::testing::TempDir out;
+  const ChildResult run = RunChild({"/bin/bash", MIGD_HARDWARE_CHECK, "--migctl", MIGD_MIGCTL,
+                                    "--nvml-library", MIGD_SIM_LIBRARY, "--out", out.path()},
+                                   dir_);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::string file = std::string(absl::StripTrailingAsciiWhitespace(run.out));
+  EXPECT_EQ(std::filesystem::path(file).parent_path(), std::filesystem::path(out.path()));
+  EXPECT_THAT(file, ::testing::EndsWith(".json"));
+  EXPECT_THAT(file, HasSubstr("-580.95.05-"));  // the driver version in the name
+  MIGD_ASSERT_OK_AND_ASSIGN(const std::string text, ReadFileToString(file));
+  const nlohmann::json doc = nlohmann::json::parse(text);
+
+  // Nothing changed: no mutating call, the same machine.
+  const Counts delta = Delta(before, SimCounts());
+  for (const char* fn :
+       {"nvmlDeviceCreateGpuInstance", "nvmlDeviceCreateGpuInstanceWithPlacement",
+        "nvmlGpuInstanceDestroy", "nvmlGpuInstanceCreateComputeInstance",
+        "nvmlGpuInstanceCreateComputeInstanceWithPlacement", "nvmlComputeInstanceDestroy",
+        "nvmlDeviceSetMigMode", "migdSimAttachProcess", "migdSimDetachProcess", "migdSimReboot"}) {
+    for (const auto& [key, n] : delta) EXPECT_NE(key.first, fn) << n << " call(s)";
+  }
+  EXPECT_GT(Get(delta, "nvmlDeviceGetMigDeviceHandleByIndex", "SUCCESS"), 0u);  // it did run
+  nlohmann::json state_after = nlohmann::json::parse(*ReadFileToString(state_path()));
+  nlohmann::json state_was = nlohmann::json::parse(state_before);
+  state_after.erase("counters");
+  state_was.erase("counters");
+  EXPECT_EQ(state_after, state_was);
+
+  // What it recorded.
+  ASSERT_EQ(doc["gpus"].size(), 2u);
+  const nlohmann::json& hw = doc["gpus"][0]["hardware_check"];
+  EXPECT_EQ(hw["max_mig_device_count"], 7);
+  ASSERT_EQ(hw["walk"].size(), 7u);
+  EXPECT_EQ(hw["second_walk_identical"], true);
+  EXPECT_EQ(hw["parent_gpu_instance_id"], "ERROR_NOT_SUPPORTED");
+  int found = 0;
+  for (const auto& w : hw["walk"]) found += w["result"] == "SUCCESS" ? 1 : 0;
+  EXPECT_EQ(found, 2);
+  ASSERT_EQ(hw["compute_instances"].size(), 2u);  // the bare GI has no MIG device
+  std::set<std::string> uuids;
+  for (const auto& c : hw["compute_instances"]) {
+    EXPECT_EQ(c["walk_hits"], 1);
+    EXPECT_EQ(c["ci_info_device_uuid"], gpu_uuid);  // "Parent device"
+    EXPECT_EQ(c["ci_info_device_is_parent"], true);
+    EXPECT_EQ(c["gi_info_device_is_parent"], true);
+    EXPECT_EQ(c["handle_by_uuid"], "SUCCESS");
+    EXPECT_EQ(c["handle_by_uuid_matches"], true);
+    EXPECT_EQ(c["handle_by_legacy_uuid"], "SUCCESS");
+    uuids.insert(c["mig_uuid"].get<std::string>());
+  }
+  EXPECT_EQ(uuids, (std::set<std::string>{ci.mig_uuid.value(), ci2.mig_uuid.value()}));
+  // The MIG-off GPU has no hardware_check section (no MIG devices to walk).
+  EXPECT_FALSE(doc["gpus"][1].contains("hardware_check"));
 }
 
 // ---- Fault injection --------------------------------------------------------

@@ -99,6 +99,38 @@ struct CiProfileInfo {
 // (e.g. the parent's UUID read through a "Parent device" field).
 Status ValidateMigUuid(std::string_view mig_uuid, std::string_view parent_uuid);
 
+// What the hardware answers where nvml.h leaves the behaviour open, read
+// without changing anything (NvmlDriver::ObserveMigDevices, for
+// `migctl probe --hardware-check` and scripts/hardware-check.sh). Result
+// names are NvmlReturnName's without "NVML_" ("SUCCESS", "ERROR_NOT_FOUND").
+struct MigIndexObservation {
+  uint32_t index = 0;
+  std::string result;  // nvmlDeviceGetMigDeviceHandleByIndex
+  std::optional<uint32_t> gi_id;  // set when the handle answered
+  std::optional<uint32_t> ci_id;
+  std::string mig_uuid;  // nvmlDeviceGetUUID of the handle; "" if unread
+};
+struct CiObservation {
+  uint32_t gi_id = 0;
+  uint32_t ci_id = 0;
+  std::string mig_uuid;  // from the walk ("" if the walk did not find it)
+  int walk_hits = 0;  // how many indices of the first walk reported (gi_id, ci_id)
+  std::string ci_info_device_uuid;  // UUID of nvmlComputeInstanceGetInfo_v2().device
+  std::string gi_info_device_uuid;  // UUID of nvmlGpuInstanceGetInfo().device
+  std::string handle_by_uuid;  // nvmlDeviceGetHandleByUUID(mig_uuid): result
+  bool handle_by_uuid_matches = false;  // and that handle reports (gi_id, ci_id)
+  std::string handle_by_legacy_uuid;  // the same for "MIG-<GPU uuid>/<gi>/<ci>"
+};
+struct MigDeviceObservations {
+  std::string gpu_uuid;
+  uint32_t max_mig_devices = 0;
+  std::vector<MigIndexObservation> walk;  // every index below the maximum
+  bool second_walk_identical = false;  // an immediate second walk saw the same
+  std::string parent_gpu_instance_id;  // GetGpuInstanceId on the GPU handle
+  std::string parent_compute_instance_id;  // GetComputeInstanceId on it
+  std::vector<CiObservation> compute_instances;  // every live CI, by (GI, CI)
+};
+
 class NvmlDriver : public GpuDriver {
  public:
   // Loads the library at `library_path` (NvmlLibrary::kDefaultPath when
@@ -142,6 +174,12 @@ class NvmlDriver : public GpuDriver {
   // Never cached. An empty list when the driver answers NOT_SUPPORTED for
   // every index; the FromNvml status of any other failure.
   StatusOr<std::vector<GiProfileInfo>> GetGiProfilesWithoutMig(GpuIndex gpu);
+
+  // Read-only: the raw answers of the MIG-device walk, of the instance
+  // info's .device fields and of the UUID lookups for every live CI of the
+  // GPU (MigDeviceObservations). Creates, destroys and changes nothing; does
+  // not use or fill the walk cache. kFailedPrecondition when MIG is off.
+  StatusOr<MigDeviceObservations> ObserveMigDevices(GpuIndex gpu);
 
   // Every NVML call made through this driver's library (all sessions and
   // drivers sharing it), by (function, result). Non-zero rows only.

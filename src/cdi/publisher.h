@@ -6,7 +6,7 @@
 // the `cdi:` section of the config, and produces the Allocate result
 // (CDI-qualified names plus the legacy env/device-node form).
 //
-// Ordering contract (DESIGN.md §6): Publish before Allocate returns (created
+// Ordering contract: Publish before Allocate returns (created
 // or reused instance; recovery for every verified Active/Idle instance);
 // Unpublish only after the GI/CI was destroyed, never on release.
 //

@@ -38,6 +38,7 @@
 #include "daemon/config.h"
 #include "daemon/k8s_wiring.h"
 #include "daemon/sim_host_reader.h"
+#include "daemon/simulation_paths.h"
 #include "driver/nvml/nvml_driver.h"
 #include "engine/cdi_observer.h"
 #include "engine/events.h"
@@ -105,15 +106,28 @@ struct Simulation {
   std::string proc_root;  // the sim's fake /proc (from its state file)
 };
 
-// Defaults that only make sense for root on a real node (/var/lib/migd,
-// /run/migd, /var/run/cdi) are moved under the simulation directory unless
-// the file or a flag set them, so `migd --simulate X` runs unprivileged.
-void ApplySimulation(const Simulation& sim, Config* c) {
+// Which root-only paths the command line or the config file sets explicitly
+// (daemon/simulation_paths.h).
+ExplicitPaths ExplicitIn(const Flags& flags) {
+  ExplicitPaths e;
+  if (!flags.config_file.empty()) {
+    // The file already passed LoadConfigFile's checks; only presence matters.
+    if (StatusOr<std::string> text = ReadFileToString(flags.config_file); text.ok()) {
+      e = ExplicitPathsInConfig(*text);
+    }
+  }
+  e.state_dir = e.state_dir || flags.state_dir.has_value();
+  e.socket = e.socket || flags.socket.has_value();
+  e.spec_dir = e.spec_dir || flags.cdi_spec_dir.has_value();
+  return e;
+}
+
+// Under --simulate: the defaults that only make sense for root on a real
+// node move beside the simulator state unless set explicitly, and the CDI
+// proc root is the simulator's fake /proc.
+void ApplySimulation(const Simulation& sim, const ExplicitPaths& explicit_paths, Config* c) {
   if (!sim.enabled) return;
-  const Config defaults;
-  if (c->state_dir == defaults.state_dir) c->state_dir = sim.dir + "/state";
-  if (c->api.socket == defaults.api.socket) c->api.socket = sim.dir + "/api.socket";
-  if (c->cdi.spec_dir == defaults.cdi.spec_dir) c->cdi.spec_dir = sim.dir + "/cdi";
+  MoveDefaultsForSimulation(sim.dir, explicit_paths, c);
   if (!sim.proc_root.empty()) c->cdi.proc_root = sim.proc_root;
 }
 
@@ -128,7 +142,7 @@ StatusOr<Config> ReadConfig(const Flags& flags, const Simulation& sim) {
     MIGD_ASSIGN_OR_RETURN(config, LoadConfigFile(flags.config_file));
   }
   ApplyFlags(flags, &config);
-  ApplySimulation(sim, &config);
+  ApplySimulation(sim, ExplicitIn(flags), &config);
   const std::string source = flags.config_file.empty()
                                  ? std::string(kCommandLine)
                                  : flags.config_file + " (with command-line overrides)";

@@ -32,6 +32,7 @@
 #include "base/logging.h"
 #include "base/status.h"
 #include "base/status_macros.h"
+#include "cdi/common_edits.h"
 #include "cdi/host_reader.h"
 #include "cdi/publisher.h"
 #include "cdi/spec_writer.h"
@@ -185,6 +186,9 @@ class Daemon {
   std::optional<Failure> SetUpSimulation();
   std::optional<Failure> SetUpStateDir();
   std::optional<Failure> ReadSimProcRoot();
+  // Where the driver's common edits come from (cdi/common_edits.h); fills
+  // `opts` and common_edits_, logs the source and every warning.
+  std::optional<Failure> SetUpCommonEdits(cdi::Options* opts);
   // Before recovery: the API-server client, the device plugin (serving and
   // registering), the owner source.
   std::optional<Failure> SetUpKubernetesEarly();
@@ -203,6 +207,7 @@ class Daemon {
   std::unique_ptr<store::RecordStore> store_;
   std::unique_ptr<driver::NvmlDriver> driver_;
   std::unique_ptr<cdi::HostReader> host_reader_;
+  cdi::CommonEdits common_edits_;
   std::unique_ptr<cdi::Publisher> publisher_;
   std::unique_ptr<engine::CdiObserver> cdi_observer_;
   api::EventHub hub_;
@@ -304,6 +309,44 @@ std::optional<Failure> Daemon::ReadSimProcRoot() {
   if (sim_.proc_root.empty()) {
     spdlog::warn("simulated machine has no fake /proc tree; CDI specs cannot be built{}",
                  Fields().Add("state", state));
+  }
+  return std::nullopt;
+}
+
+std::optional<Failure> Daemon::SetUpCommonEdits(cdi::Options* opts) {
+  if (!opts->enabled) return std::nullopt;  // no specs, nothing to add to them
+  cdi::CommonEditsOptions c;
+  c.explicit_path = config_.cdi.common_edits_from;
+  if (sim_.enabled) {
+    // A simulated node's driver files: under <simulation dir>/host/, never
+    // the host's (docs/simulator.md).
+    const std::string host = sim_.dir + "/host";
+    c.spec_dirs = {host + "/etc/cdi", host + "/var/run/cdi"};
+    c.nvidia_ctk = {host + "/usr/bin/nvidia-ctk"};
+  }
+  // Not *.json or *.yaml: the runtime does not load it as a spec.
+  c.cache_file = opts->spec_dir + "/.migd-common-edits";
+  if (StatusOr<driver::DriverVersions> v = driver_->GetVersions(); v.ok()) {
+    c.driver_version = v->driver;
+  }
+  c.max_version = opts->max_version;
+  StatusOr<cdi::CommonEdits> found =
+      cdi::CommonEditsResolver(std::move(c), host_reader_.get()).Resolve();
+  if (!found.ok()) {
+    return Failure{kExitConfig,
+                   "config " + ConfigSource(flags_) + ": " + std::string(found.status().message())};
+  }
+  common_edits_ = std::move(*found);
+  for (const std::string& w : common_edits_.warnings) {
+    spdlog::warn("CDI common edits: {}", w);
+  }
+  spdlog::info("CDI common edits{}",
+               Fields()
+                   .Add("source", cdi::CommonEditsSourceName(common_edits_.source))
+                   .Add("detail", common_edits_.summary));
+  opts->common_edits_from = common_edits_.path;
+  if (common_edits_.source == cdi::CommonEditsSource::kGenerated) {
+    opts->common_edits = common_edits_.edits;
   }
   return std::nullopt;
 }
@@ -445,6 +488,7 @@ std::optional<Failure> Daemon::Setup() {
   } else {
     host_reader_ = std::make_unique<cdi::OsHostReader>();
   }
+  if (auto f = SetUpCommonEdits(&cdi_opts)) return f;
   publisher_ = std::make_unique<cdi::Publisher>(cdi_opts, host_reader_.get());
   cdi_observer_ = std::make_unique<engine::CdiObserver>(publisher_.get());
 
@@ -504,6 +548,8 @@ std::optional<Failure> Daemon::Setup() {
   info.simulated = sim_.enabled;
   info.started = clock_.Now();
   info.boot_id = *boot;
+  info.cdi_common_edits = config_.cdi.enabled ? common_edits_.summary : "cdi disabled";
+  info.warnings = common_edits_.warnings;
   api::ServiceOptions sopts;
   sopts.cdi = cdi_observer_.get();
   sopts.cdi_enabled = config_.cdi.enabled;

@@ -23,13 +23,23 @@
 #   make fuzz        libFuzzer targets (clang), FUZZ_SECONDS each (docs/fuzzing.md)
 #   make bench-load  32 clients x 10,000 operations against the real migd
 #                    (bench/load, docs/benchmarks/load.md); QUICK=1 for a short run
+#   make image       the container image of deploy/docker/Dockerfile, built with
+#                    podman (scripts/image.sh; debootstrap base without a registry)
+#   make image-test  migd from that image, run as the Helm chart runs it
+#                    (simulated GPUs): ready, migctl status from the host, an
+#                    allocation's CDI spec on the host, clean SIGTERM.
+#                    Not part of `make test`: building the image compiles migd
+#                    from scratch in the build stage (docs/operations.md,
+#                    "Container image", has the measured time), which does not
+#                    fit CI's 40-minute budget. Run it before each landing that
+#                    touches deploy/.
 
 SHELL := /bin/bash
 JOBS ?= 2
 SIM_GPUS ?= a100-40gb:2,h100-80gb:1
 RUN_DIR ?= $(CURDIR)/build/run
 
-.PHONY: all deps deps-test configure build test check run demo test-asan test-tsan test-debug clean probe bench-placement bench-latency bench-load crash-test fuzz fuzz-ci
+.PHONY: all deps deps-test configure build test check run demo test-asan test-tsan test-debug clean probe bench-placement bench-latency bench-load crash-test fuzz fuzz-ci image image-test
 
 all: build
 
@@ -126,3 +136,12 @@ fuzz:
 	@FUZZ_SECONDS=$(FUZZ_SECONDS) fuzz/run.sh
 fuzz-ci:
 	@fuzz/run.sh ci
+
+# The container image (scripts/image.sh, docs/operations.md "Container image").
+image:
+	@scripts/install-deps.sh image
+	@scripts/image.sh build
+
+image-test: build
+	@scripts/install-deps.sh image deploy-check
+	@scripts/image.sh test

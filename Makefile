@@ -29,10 +29,10 @@
 #                    (simulated GPUs): ready, migctl status from the host, an
 #                    allocation's CDI spec on the host, clean SIGTERM.
 #                    Not part of `make test`: building the image compiles migd
-#                    from scratch in the build stage (docs/operations.md,
-#                    "Container image", has the measured time), which does not
-#                    fit CI's 40-minute budget. Run it before each landing that
-#                    touches deploy/.
+#                    from scratch in the build stage (40 min measured on 2
+#                    cores, docs/operations.md "Container image"), which does
+#                    not fit CI's 40-minute budget beside the suite. Run both
+#                    before each landing that touches deploy/.
 #   make config-doc  rewrites docs/config.md's key table from the config schema
 
 SHELL := /bin/bash

@@ -98,9 +98,10 @@ build() {
 }
 
 image_test() {
-  local migctl="$ROOT/build/bin/migctl" helmlite tmp name start=$SECONDS
+  local migctl="$ROOT/build/bin/migctl" helmlite start=$SECONDS
   [ -x "$migctl" ] || die "no $migctl (make build)"
   "${PODMAN[@]}" image exists "$IMAGE" || die "no image $IMAGE (make image)"
+  # Globals: the EXIT trap runs after this function has returned.
   tmp="$(mktemp -d /var/tmp/migd-image-test.XXXXXX)"
   name="migd-image-test-$$"
   trap '"${PODMAN[@]}" rm -f -t 0 "$name" >/dev/null 2>&1; rm -rf "$tmp"' EXIT

@@ -60,7 +60,7 @@ StatusOr<std::vector<PodResourcesEntry>> PodResourcesClient::List() {
   }
   std::shared_ptr<Channel> ch;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (!channel_) {
       grpc::ChannelArguments args;
       args.SetMaxReceiveMessageSize(options_.max_response_bytes);

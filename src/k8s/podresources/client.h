@@ -26,10 +26,10 @@
 
 #include <chrono>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/status.h"
 
 namespace migd::k8s {
@@ -90,8 +90,8 @@ class PodResourcesClient final : public PodResourcesLister {
  private:
   struct Channel;
   PodResourcesClientOptions options_;
-  std::mutex mu_;
-  std::shared_ptr<Channel> channel_;  // guarded by mu_; created on first use
+  Mutex mu_;
+  std::shared_ptr<Channel> channel_ ABSL_GUARDED_BY(mu_);  // created on first use
 };
 
 }  // namespace migd::k8s

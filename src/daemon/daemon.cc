@@ -607,7 +607,8 @@ std::optional<Failure> Daemon::SetUpKubernetesLate() {
   hopts.cdi_enabled = config_.cdi.enabled;
   hopts.profile_allowlist = {config_.mig_profile_allowlist.begin(),
                              config_.mig_profile_allowlist.end()};
-  hami_backend_ = std::make_unique<k8s::HamiBackend>(kube_.get(), manager_.get(), hopts);
+  hopts.resource_name = k.resource_name;
+  hami_backend_ = std::make_unique<k8s::HamiBackend>(kube_.get(), manager_.get(), &clock_, hopts);
   deferred_backend_.Set(hami_backend_.get());
   // Publishes hami.io/node-nvidia-register once, then releases the
   // instances of ended pods and re-publishes periodically.

@@ -24,7 +24,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -46,6 +45,8 @@ struct PodSpec {
   std::vector<std::string> init_containers;
   std::map<std::string, std::string> annotations;
   std::string phase = "Pending";
+  // resources.limits per container name, e.g. {"main", {{"nvidia.com/gpu", "1"}}}.
+  std::map<std::string, std::map<std::string, std::string>> limits;
 };
 
 // A Pod object as the API server returns it.

@@ -17,6 +17,9 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
 #include <thread>
 
 #include "cdi/fake_host_reader.h"
@@ -51,6 +54,35 @@ using ::migd::k8s::testing::MakePod;
 using ::migd::k8s::testing::PodSpec;
 
 constexpr char kNode[] = "gpu-node-1";
+
+// "<verb> <resource>" for every rule of the Helm chart's ClusterRole
+// (deploy/helm/migd/templates/rbac.yaml): `resources: [...]` then
+// `verbs: [...]`.
+std::set<std::string> ChartRbacVerbs() {
+  std::ifstream in(std::string(MIGD_SOURCE_DIR) + "/deploy/helm/migd/templates/rbac.yaml");
+  std::set<std::string> out;
+  std::vector<std::string> resources;
+  const std::regex list(R"(^\s*-?\s*(resources|verbs):\s*\[(.*)\]\s*$)");
+  const std::regex item(R"re("([^"]+)")re");
+  for (std::string line; std::getline(in, line);) {
+    std::smatch m;
+    if (!std::regex_match(line, m, list)) continue;
+    std::vector<std::string> items;
+    const std::string body = m[2];
+    for (auto it = std::sregex_iterator(body.begin(), body.end(), item);
+         it != std::sregex_iterator(); ++it) {
+      items.push_back((*it)[1]);
+    }
+    if (m[1] == "resources") {
+      resources = items;
+      continue;
+    }
+    for (const std::string& r : resources) {
+      for (const std::string& v : items) out.insert(v + " " + r);
+    }
+  }
+  return out;
+}
 constexpr char kDevRoot[] = "/fake-dev";
 
 class HamiE2eTest : public ::testing::Test {
@@ -238,6 +270,12 @@ TEST_F(HamiE2eTest, ReservationToCdiThenReleaseReuseAndKubeletRestart) {
   ASSERT_TRUE(kubelet_->WaitForRegistration(2));
   ASSERT_TRUE(kubelet_->WaitForListUpdates(updates + 1));
   EXPECT_EQ(kubelet_->devices().size(), 10u);
+
+  // Least privilege: the chart's ClusterRole grants exactly the verbs this
+  // whole cycle used (docs/kubernetes.md, "RBAC").
+  EXPECT_EQ(api_.verbs(), ChartRbacVerbs());
+  EXPECT_EQ(ChartRbacVerbs(), (std::set<std::string>{"get pods", "list pods", "patch pods",
+                                                     "get nodes", "patch nodes"}));
 }
 
 TEST_F(HamiE2eTest, AllocateWithoutBoundPodFailsWithActionableError) {

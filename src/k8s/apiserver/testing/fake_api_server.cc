@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 
+#include <cctype>
 #include <chrono>
 #include <exception>
 
@@ -41,6 +42,20 @@ std::string ReasonOf(int code) {
     default:
       return "InternalError";
   }
+}
+
+// The RBAC verb and resource a request needs: a GET of a collection is
+// "list", of an object "get"; PATCH is "patch".
+std::string VerbOf(const httplib::Request& req) {
+  const std::string& p = req.path;
+  const bool nodes = p.rfind("/api/v1/nodes", 0) == 0;
+  const std::string resource = nodes ? "nodes" : "pods";
+  const bool collection = p == "/api/v1/pods" || p == "/api/v1/nodes" ||
+                          (p.size() > 5 && p.compare(p.size() - 5, 5, "/pods") == 0);
+  if (req.method == "GET") return (collection ? "list " : "get ") + resource;
+  std::string verb = req.method;
+  for (char& c : verb) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return verb + " " + resource;
 }
 
 void Reply(httplib::Response& res, int code, const Json& body) {
@@ -96,6 +111,7 @@ struct FakeApiServer::Impl {
   int fail_code ABSL_GUARDED_BY(mu) = 0;
   size_t padding ABSL_GUARDED_BY(mu) = 0;
   std::map<std::string, int> requests ABSL_GUARDED_BY(mu);
+  std::set<std::string> verbs ABSL_GUARDED_BY(mu);
   int conflicts ABSL_GUARDED_BY(mu) = 0;
   std::function<void(const std::string&, const std::string&)> before_patch ABSL_GUARDED_BY(mu);
   std::function<void(const std::string&)> before_node_patch ABSL_GUARDED_BY(mu);
@@ -106,6 +122,7 @@ struct FakeApiServer::Impl {
   bool Admit(const httplib::Request& req, httplib::Response& res) {
     MutexLock lock(&mu);
     ++requests[req.method];
+    verbs.insert(VerbOf(req));
     if (!token.empty() && req.get_header_value("Authorization") != "Bearer " + token) {
       Error(res, 401, "Unauthorized");
       return false;
@@ -406,6 +423,11 @@ int FakeApiServer::requests(const std::string& method) const {
   MutexLock lock(&impl_->mu);
   auto it = impl_->requests.find(method);
   return it == impl_->requests.end() ? 0 : it->second;
+}
+
+std::set<std::string> FakeApiServer::verbs() const {
+  MutexLock lock(&impl_->mu);
+  return impl_->verbs;
 }
 
 int FakeApiServer::conflicts() const {

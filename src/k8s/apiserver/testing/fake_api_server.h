@@ -26,6 +26,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -106,6 +107,9 @@ class FakeApiServer {
   // Counts of handled requests by "METHOD" and of 409 answers.
   int requests(const std::string& method) const;
   int conflicts() const;
+  // The RBAC verbs the requests so far needed, as "<verb> <resource>":
+  // "get pods", "list pods", "patch pods", "get nodes", "patch nodes".
+  std::set<std::string> verbs() const;
 
  private:
   struct Impl;

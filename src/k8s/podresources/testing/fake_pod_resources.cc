@@ -89,7 +89,7 @@ StatusOr<std::unique_ptr<FakePodResources>> FakePodResources::Start(
     return UnavailableError("FakePodResources: mkdir " + dir + ": " + std::strerror(errno));
   }
   auto impl = std::make_unique<Impl>();
-  impl->socket_path = PodResourcesSocketPath(kubelet_dir);
+  impl->socket_path = PodResourcesSocketPath(dir);
   Status s = impl->Serve();
   if (!s.ok()) return s;
   return std::unique_ptr<FakePodResources>(new FakePodResources(std::move(impl)));

@@ -20,7 +20,6 @@
 #include <fstream>
 #include <regex>
 #include <set>
-#include <thread>
 
 #include "cdi/fake_host_reader.h"
 #include "cdi/names.h"
@@ -180,16 +179,6 @@ class HamiE2eTest : public ::testing::Test {
     const std::string path = dir_.Join("cdi") + "/" + cdi::SpecFileName(cdi::Kind(), mig_uuid);
     return ::lstat(path.c_str(), &st) == 0;
   }
-  bool WaitForState(const std::string& mig_uuid, engine::InstanceState s) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (std::chrono::steady_clock::now() < deadline) {
-      auto v = Find(mig_uuid);
-      if (v && v->state == s) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return false;
-  }
-
   migd::testing::TempDir dir_;
   FakeClock clock_;
   std::unique_ptr<SimMachine> sim_;
@@ -241,11 +230,12 @@ TEST_F(HamiE2eTest, ReservationToCdiThenReleaseReuseAndKubeletRestart) {
   // 2. The pod runs, then is deleted: the watcher makes the instance Idle.
   ASSERT_TRUE(api_.UpdatePod("default", "train",
                              [](nlohmann::json& p) { p["status"]["phase"] = "Running"; }));
-  PodWatcher watcher(backend_.get(), {std::chrono::milliseconds(20), std::chrono::seconds(60)});
-  watcher.Start();
   ASSERT_TRUE(api_.DeletePod("default", "train"));
-  EXPECT_TRUE(WaitForState(mig, engine::InstanceState::kIdle));
+  PodWatcher watcher(backend_.get(), {std::chrono::seconds(60), std::chrono::seconds(60)});
+  watcher.Start();  // its first pass runs at once
+  ASSERT_TRUE(watcher.WaitForPasses(1, std::chrono::seconds(30)));
   watcher.Stop();
+  EXPECT_EQ(Find(mig)->state, engine::InstanceState::kIdle);
   EXPECT_TRUE(HasSpecFile(mig));  // CDI belongs to the instance: kept while Idle
   EXPECT_TRUE(api_.NodeAnnotation(kNode, hami::kNodeRegister).has_value());
 

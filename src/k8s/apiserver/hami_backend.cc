@@ -143,13 +143,15 @@ StatusOr<ContainerAllocation> HamiBackend::Realise(const PodObject& pod,
                                                          PodUid(pod.meta.uid), plan.container_name),
                               .instances = plan.instances};
   MIGD_ASSIGN_OR_RETURN(engine::Allocation alloc, manager_->Allocate(req));
+  // The response first: the pod is written only once the container can get
+  // what it says.
   Status s = CheckRealised(plan, alloc.instances);
-  StatusOr<bool> done = false;
-  if (s.ok()) {
-    done = writer_.WriteIdentity(pod, plan.container_index, Identities(alloc.instances));
-    s = done.status();
-  }
   StatusOr<ContainerAllocation> resp = s.ok() ? BuildResponse(alloc.instances) : s;
+  StatusOr<bool> done = false;
+  if (resp.ok()) {
+    done = writer_.WriteIdentity(pod, plan.container_index, Identities(alloc.instances));
+    if (!done.ok()) resp = done.status();
+  }
   if (!resp.ok()) {
     // Nothing of this allocation reaches a container: back to Idle (kept for
     // reuse, unlike HAMi's rollback which destroys).

@@ -8,15 +8,14 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <condition_variable>
 #include <cstring>
 #include <functional>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "base/mutex.h"
 #include "k8s/testing/fake_kubelet.h"
 #include "testing/eventually.h"
 #include "testing/status_matchers.h"
@@ -41,61 +40,60 @@ constexpr auto kWait = std::chrono::seconds(30);
 class TestBackend : public AllocationBackend {
  public:
   std::vector<AdvertisedDevice> Devices() override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     return devices_;
   }
   StatusOr<ContainerAllocation> AllocateContainer(
       const std::vector<std::string>& device_ids) override {
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     calls_.push_back(device_ids);
-    cv_.notify_all();
-    cv_.wait(lock, [&] { return !gated_; });
+    cv_.SignalAll();
+    cv_.Wait(&mu_, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !gated_; });
     ++finished_;
-    cv_.notify_all();
+    cv_.SignalAll();
     if (!error_.ok()) return error_;
     return allocation_;
   }
 
   void SetDevices(std::vector<AdvertisedDevice> devices, bool notify = true) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       devices_ = std::move(devices);
     }
     if (notify) NotifyDevicesChanged();
   }
   void SetAllocation(ContainerAllocation a) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     allocation_ = std::move(a);
   }
   void SetError(Status s) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     error_ = std::move(s);
   }
   void SetGated(bool gated) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      gated_ = gated;
-    }
-    cv_.notify_all();
+    MutexLock lock(&mu_);
+    gated_ = gated;
+    cv_.SignalAll();
   }
   std::vector<std::vector<std::string>> calls() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     return calls_;
   }
   bool WaitForFinished(int n) {
-    std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, kWait, [&] { return finished_ >= n; });
+    MutexLock lock(&mu_);
+    return cv_.WaitFor(&mu_, kWait,
+                       [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return finished_ >= n; });
   }
 
  private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<AdvertisedDevice> devices_;
-  ContainerAllocation allocation_;
-  Status error_;
-  bool gated_ = false;
-  int finished_ = 0;
-  std::vector<std::vector<std::string>> calls_;
+  Mutex mu_;
+  CondVar cv_;
+  std::vector<AdvertisedDevice> devices_ ABSL_GUARDED_BY(mu_);
+  ContainerAllocation allocation_ ABSL_GUARDED_BY(mu_);
+  Status error_ ABSL_GUARDED_BY(mu_);
+  bool gated_ ABSL_GUARDED_BY(mu_) = false;
+  int finished_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<std::vector<std::string>> calls_ ABSL_GUARDED_BY(mu_);
 };
 
 AdvertisedDevice Dev(std::string id, bool healthy = true,

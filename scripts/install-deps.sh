@@ -29,8 +29,8 @@ PACKAGES=(
   libspdlog-dev libfmt-dev nlohmann-json3-dev libcli11-dev libyaml-cpp-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   libcpp-httplib-dev libsystemd-dev libcurl4-openssl-dev
-  # tests and benchmarks
-  libgtest-dev libgmock-dev libbenchmark-dev
+  # tests and benchmarks (openssl: the throwaway PKI of the API-server TLS tests)
+  libgtest-dev libgmock-dev libbenchmark-dev openssl
 )
 
 # Optional groups, selected by name on the command line.

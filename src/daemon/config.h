@@ -88,13 +88,25 @@ struct ApiServerConfig {
 
 // The `kubernetes:` section (docs/kubernetes.md).
 struct KubernetesConfig {
-  bool enabled{};             // kubernetes.enabled: serve the kubelet device plugin
-  std::string node_name;      // kubernetes.nodeName; "" in the file = $NODE_NAME
-  std::string kubelet_dir;    // kubernetes.kubeletDir
-  std::string resource_name;  // kubernetes.resourceName
+  bool enabled{};           // kubernetes.enabled: serve the kubelet device plugin
+  std::string node_name;    // kubernetes.nodeName; "" in the file = $NODE_NAME
+  std::string kubelet_dir;  // kubernetes.kubeletDir
+  // kubernetes.devicePluginDir / podResourcesDir; "" = below kubelet_dir.
+  std::string device_plugin_dir;
+  std::string pod_resources_dir;
+  std::string resource_name;    // kubernetes.resourceName
+  Duration node_lock_expiry{};  // kubernetes.nodeLockExpiry (HAMi's NodeLockTimeout)
   ApiServerConfig api_server;
   bool hami{};  // kubernetes.hami: HAMi protocol mode (the only mode so far)
   friend bool operator==(const KubernetesConfig&, const KubernetesConfig&) = default;
+
+  // The directories in effect: the key, or its default below kubelet_dir.
+  std::string DevicePluginDir() const {
+    return device_plugin_dir.empty() ? kubelet_dir + "/device-plugins" : device_plugin_dir;
+  }
+  std::string PodResourcesDir() const {
+    return pod_resources_dir.empty() ? kubelet_dir + "/pod-resources" : pod_resources_dir;
+  }
 };
 
 // The `recovery:` section: where startup learns which instances are in use

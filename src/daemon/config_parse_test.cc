@@ -106,6 +106,24 @@ log:
   EXPECT_EQ(c.log.level, "debug");
 }
 
+// A stock kubelet keeps device-plugins/ under /var/lib/kubelet whatever its
+// --root-dir (DevicePluginPath), while pod-resources/ follows --root-dir: two
+// settings, both below kubeletDir unless set.
+TEST(ConfigParseTest, KubeletDirectoriesAndNodeLockExpiry) {
+  const Config d;
+  EXPECT_EQ(d.kubernetes.DevicePluginDir(), "/var/lib/kubelet/device-plugins");
+  EXPECT_EQ(d.kubernetes.PodResourcesDir(), "/var/lib/kubelet/pod-resources");
+  EXPECT_EQ(d.kubernetes.node_lock_expiry, std::chrono::minutes(5));
+  MIGD_ASSERT_OK_AND_ASSIGN(Config c, Parse("kubernetes:\n  kubeletDir: /data/kubelet\n"
+                                            "  devicePluginDir: /var/lib/kubelet/device-plugins\n"
+                                            "  nodeLockExpiry: 90s\n"));
+  EXPECT_EQ(c.kubernetes.DevicePluginDir(), "/var/lib/kubelet/device-plugins");
+  EXPECT_EQ(c.kubernetes.PodResourcesDir(), "/data/kubelet/pod-resources");
+  EXPECT_EQ(c.kubernetes.node_lock_expiry, std::chrono::seconds(90));
+  MIGD_ASSERT_OK_AND_ASSIGN(Config p, Parse("kubernetes: {podResourcesDir: /run/kubelet/pr}\n"));
+  EXPECT_EQ(p.kubernetes.PodResourcesDir(), "/run/kubelet/pr");
+}
+
 TEST(ConfigParseTest, IdleTtlZeroMeansOff) {
   MIGD_ASSERT_OK_AND_ASSIGN(Config c, Parse("lifecycle: {idleTTL: 0}"));
   EXPECT_FALSE(c.lifecycle.idle_ttl.has_value());

@@ -191,7 +191,7 @@ constexpr KeySpec kSchema[] = {
      .type = KeyType::kBool,
      .default_value = "false",
      .field = [](Config& c) -> FieldRef { return &c.kubernetes.enabled; },
-     .doc = "Serve the kubelet device plugin (`<kubeletDir>/device-plugins/migd-mig.sock`, "
+     .doc = "Serve the kubelet device plugin (`<devicePluginDir>/migd-mig.sock`, "
             "registered with kubelet before recovery) in HAMi protocol mode, publish "
             "`hami.io/node-nvidia-register` on this node and release the instances of ended "
             "pods (docs/kubernetes.md). Needs `kubernetes.nodeName` and API-server access."},
@@ -211,9 +211,28 @@ constexpr KeySpec kSchema[] = {
      .field = [](Config& c) -> FieldRef { return &c.kubernetes.kubelet_dir; },
      .check = CheckKubeletDir,
      .type_doc = "absolute path",
-     .doc = "kubelet's directory: `device-plugins/` and `pod-resources/` below it. Mount these "
-            "**directories** (not the socket files) into the migd pod: kubelet recreates its "
-            "sockets when it restarts."},
+     .doc = "kubelet's `--root-dir`: `devicePluginDir` and `podResourcesDir` default to "
+            "`device-plugins/` and `pod-resources/` below it. Mount those **directories** (not "
+            "the socket files) into the migd pod: kubelet recreates its sockets when it "
+            "restarts."},
+    {.path = "kubernetes.devicePluginDir",
+     .type = KeyType::kString,
+     .field = [](Config& c) -> FieldRef { return &c.kubernetes.device_plugin_dir; },
+     .check = CheckKubeletSocketDirOrEmpty,
+     .type_doc = "absolute path or `\"\"`",
+     .default_note = "(`<kubeletDir>/device-plugins`)",
+     .doc = "Where kubelet's `kubelet.sock` for device plugins lives and migd creates its "
+            "socket. A stock kubelet keeps it at `/var/lib/kubelet/device-plugins` whatever its "
+            "`--root-dir` (the compiled-in `DevicePluginPath`): with another `kubeletDir`, set "
+            "this to `/var/lib/kubelet/device-plugins`."},
+    {.path = "kubernetes.podResourcesDir",
+     .type = KeyType::kString,
+     .field = [](Config& c) -> FieldRef { return &c.kubernetes.pod_resources_dir; },
+     .check = CheckKubeletSocketDirOrEmpty,
+     .type_doc = "absolute path or `\"\"`",
+     .default_note = "(`<kubeletDir>/pod-resources`)",
+     .doc = "Where kubelet's PodResources socket `kubelet.sock` lives (`recovery.ownerSource: "
+            "podresources`). It follows kubelet's `--root-dir`."},
     {.path = "kubernetes.resourceName",
      .type = KeyType::kString,
      .default_value = "nvidia.com/gpu",
@@ -221,8 +240,18 @@ constexpr KeySpec kSchema[] = {
      .check = CheckResourceName,
      .type_doc = "`<domain>/<name>`",
      .doc = "The extended resource advertised to kubelet and joined in `podresources` "
-            "recovery. HAMi's scheduler counts `nvidia.com/gpu` (its `resourceCountName`). Not "
-            "in `kubernetes.io`."},
+            "recovery. HAMi's scheduler counts `nvidia.com/gpu` (its `resourceCountName`). "
+            "Checked at load with kubelet's own rule (IsExtendedResourceName): no "
+            "`kubernetes.io/` anywhere, no `requests.` prefix, a DNS-1123 domain of at most "
+            "244 characters and a name part of at most 63."},
+    {.path = "kubernetes.nodeLockExpiry",
+     .type = KeyType::kDuration,
+     .default_value = "5m",
+     .field = [](Config& c) -> FieldRef { return &c.kubernetes.node_lock_expiry; },
+     .range = {.min = seconds(1), .max = hours(24)},
+     .doc = "HAMi's node-lock expiry (its `NodeLockTimeout`, Helm `scheduler.nodeLockExpire`, "
+            "env `HAMI_NODELOCK_EXPIRE`): `Allocate` serves only the pod named by a "
+            "`hami.io/mutex.lock` no older than this. Keep it equal to the scheduler's."},
     {.path = "kubernetes.apiServer"},
     {.path = "kubernetes.apiServer.inCluster",
      .type = KeyType::kBool,

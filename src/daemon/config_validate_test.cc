@@ -112,11 +112,21 @@ TEST(ConfigValidateTest, BadKubernetesAndRecoveryValues) {
               HasSubstr("kubernetes.kubeletDir: \"var/lib/kubelet\" must be an absolute path"));
   EXPECT_THAT(ErrorOf("kubernetes: {kubeletDir: /" + std::string(100, 'k') + "}"),
               HasSubstr("would not fit in a unix socket path"));
+  // kubelet's own rule (k8s/resource_name.h).
   EXPECT_THAT(ErrorOf("kubernetes: {resourceName: gpu}"),
-              HasSubstr("kubernetes.resourceName: \"gpu\" is not of the form <domain>/<name>"));
-  EXPECT_THAT(ErrorOf("kubernetes: {resourceName: a/b/c}"), HasSubstr("<domain>/<name>"));
+              HasSubstr("kubernetes.resourceName: resource name \"gpu\" has no domain: it must "
+                        "be <domain>/<name>"));
+  EXPECT_THAT(ErrorOf("kubernetes: {resourceName: a/b/c}"), HasSubstr("more than one '/'"));
   EXPECT_THAT(ErrorOf("kubernetes: {resourceName: Example.COM/gpu}"),
-              HasSubstr("domain that is not a DNS name"));
+              HasSubstr("domain that is not a DNS-1123 subdomain"));
+  EXPECT_THAT(ErrorOf("kubernetes: {resourceName: requests.nvidia.com/gpu}"),
+              HasSubstr("starts with \"requests.\""));
+  EXPECT_THAT(ErrorOf("kubernetes: {devicePluginDir: var/lib/kubelet/device-plugins}"),
+              HasSubstr("kubernetes.devicePluginDir: \"var/lib/kubelet/device-plugins\" must be an "
+                        "absolute path"));
+  EXPECT_THAT(ErrorOf("kubernetes: {podResourcesDir: /" + std::string(100, 'p') + "}"),
+              HasSubstr("kubernetes.podResourcesDir: "));
+  EXPECT_THAT(ErrorOf("kubernetes: {nodeLockExpiry: 0}"), HasSubstr("kubernetes.nodeLockExpiry"));
   EXPECT_THAT(ErrorOf("kubernetes: {resourceName: kubernetes.io/gpu}"),
               HasSubstr("kubernetes.io namespace"));
   EXPECT_THAT(ErrorOf("kubernetes: {resourceName: node.kubernetes.io/gpu}"),

@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "cdi/names.h"
+#include "k8s/resource_name.h"
 
 namespace migd::daemon {
 namespace {
@@ -27,35 +28,6 @@ size_t EditDistance(std::string_view a, std::string_view b) {
     std::swap(prev, cur);
   }
   return prev[b.size()];
-}
-
-// An extended resource name as kubelet's device plugin Register accepts it
-// (k8s.io/kubernetes pkg/apis/core/v1/helper IsExtendedResourceName):
-// "<domain>/<name>", domain a DNS subdomain outside kubernetes.io, name a
-// qualified-name part (apimachinery IsQualifiedName: <= 63 characters).
-bool IsExtendedResourceName(std::string_view s, std::string* why) {
-  const size_t slash = s.find('/');
-  if (slash == std::string_view::npos || s.find('/', slash + 1) != std::string_view::npos) {
-    *why = "is not of the form <domain>/<name>";
-    return false;
-  }
-  const std::string_view domain = s.substr(0, slash), name = s.substr(slash + 1);
-  if (!IsDnsSubdomain(domain)) {
-    *why = "has a domain that is not a DNS name";
-    return false;
-  }
-  if (domain == "kubernetes.io" || domain.ends_with(".kubernetes.io")) {
-    *why = "is in the kubernetes.io namespace, which kubelet reserves";
-    return false;
-  }
-  auto alnum = [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) != 0; };
-  if (name.empty() || name.size() > 63 || !alnum(name.front()) || !alnum(name.back()) ||
-      !std::all_of(name.begin(), name.end(),
-                   [&](char ch) { return alnum(ch) || ch == '-' || ch == '_' || ch == '.'; })) {
-    *why = "has a name part that is not 1..63 letters, digits, '-', '_' or '.'";
-    return false;
-  }
-  return true;
 }
 
 }  // namespace
@@ -216,15 +188,25 @@ Status CheckKubeletDir(std::string_view value) {
                               "socket path");
 }
 
+Status CheckKubeletSocketDirOrEmpty(std::string_view value) {
+  if (value.empty()) return OkStatus();
+  if (Status s = CheckAbsolutePath(value); !s.ok()) return s;
+  // <dir>/migd-mig.sock and <dir>/kubelet.sock must fit in sun_path.
+  constexpr std::string_view kLongestSocket = "/migd-mig.sock";
+  if (value.size() + kLongestSocket.size() < kSunPathSize) return OkStatus();
+  return InvalidArgumentError(Quote(value) +
+                              " is too long: the sockets in it would not fit in a unix socket "
+                              "path");
+}
+
 Status CheckResourceName(std::string_view value) {
-  if (std::string why; !IsExtendedResourceName(value, &why)) {
-    return InvalidArgumentError(Quote(value) + " " + why + " (use e.g. nvidia.com/gpu)");
-  }
-  return OkStatus();
+  // kubelet's own rule, so that a name kubelet would refuse fails here and
+  // not in an endless Register retry.
+  return k8s::CheckExtendedResourceName(value);
 }
 
 Status CheckNodeNameIfSet(std::string_view value) {
-  if (value.empty() || IsDnsSubdomain(value)) return OkStatus();
+  if (value.empty() || k8s::IsDns1123Subdomain(value)) return OkStatus();
   return InvalidArgumentError(Quote(value) + " is not a Kubernetes node name");
 }
 
@@ -240,14 +222,6 @@ Status CheckSocketMode(uint32_t mode) {
     return InvalidArgumentError(Quote(text) + " must give the owner read and write access" + hint);
   }
   return OkStatus();
-}
-
-bool IsDnsSubdomain(std::string_view s) {
-  if (s.empty() || s.size() > 253) return false;
-  auto alnum = [](char ch) { return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9'); };
-  if (!alnum(s.front()) || !alnum(s.back())) return false;
-  return std::all_of(s.begin(), s.end(),
-                     [&](char ch) { return alnum(ch) || ch == '-' || ch == '.'; });
 }
 
 }  // namespace migd::daemon

@@ -42,21 +42,18 @@ std::optional<std::string> Nearest(std::string_view word,
                                    const std::vector<std::string>& candidates);
 
 // Checks of single values, named by the schema.
-Status CheckAbsolutePath(std::string_view value);         // starts with '/'
-Status CheckAbsolutePathOrEmpty(std::string_view value);  // "" or absolute
-Status CheckSocketPath(std::string_view value);           // absolute, fits sun_path
-Status CheckNotEmptyLibrary(std::string_view value);      // nvml.library
-Status CheckGroupName(std::string_view value);            // no blanks, ':' or '/'
-Status CheckCdiVendor(std::string_view value);            // cdi::ValidateVendor
-Status CheckCdiClass(std::string_view value);             // cdi::ValidateClass
-Status CheckKubeletDir(std::string_view value);           // absolute, its sockets fit
-Status CheckResourceName(std::string_view value);         // <domain>/<name>
-Status CheckNodeNameIfSet(std::string_view value);        // "" or a DNS subdomain
-Status CheckSocketMode(uint32_t mode);                    // owner rw, group rw at most
-
-// A DNS-1123 subdomain: lower-case alphanumerics, '-' and '.', at most 253
-// characters, starting and ending alphanumeric (node names, resource domains).
-bool IsDnsSubdomain(std::string_view s);
+Status CheckAbsolutePath(std::string_view value);             // starts with '/'
+Status CheckAbsolutePathOrEmpty(std::string_view value);      // "" or absolute
+Status CheckSocketPath(std::string_view value);               // absolute, fits sun_path
+Status CheckNotEmptyLibrary(std::string_view value);          // nvml.library
+Status CheckGroupName(std::string_view value);                // no blanks, ':' or '/'
+Status CheckCdiVendor(std::string_view value);                // cdi::ValidateVendor
+Status CheckCdiClass(std::string_view value);                 // cdi::ValidateClass
+Status CheckKubeletDir(std::string_view value);               // absolute, its sockets fit
+Status CheckKubeletSocketDirOrEmpty(std::string_view value);  // "" or absolute, sockets fit
+Status CheckResourceName(std::string_view value);             // kubelet's IsExtendedResourceName
+Status CheckNodeNameIfSet(std::string_view value);            // "" or a DNS subdomain
+Status CheckSocketMode(uint32_t mode);                        // owner rw, group rw at most
 
 }  // namespace migd::daemon
 

@@ -624,15 +624,15 @@ std::optional<Failure> Daemon::SetUpKubernetesEarly() {
     // Serve and register before recovery: kubelet must see the plugin again
     // before any slow work (kubelet-apis.md §1.8).
     k8s::DevicePluginOptions dp;
-    dp.plugin_dir = k.kubelet_dir + "/device-plugins";
+    dp.plugin_dir = k.DevicePluginDir();
     dp.resource_name = k.resource_name;
     StatusOr<std::unique_ptr<k8s::DevicePluginServer>> plugin =
         k8s::DevicePluginServer::Start(dp, &deferred_backend_);
     if (!plugin.ok()) {
       return Failure{kExitInUse, "cannot serve the kubelet device plugin in " + dp.plugin_dir +
                                      ": " + plugin.status().ToString() +
-                                     " (is kubernetes.kubeletDir right, and its device-plugins "
-                                     "directory mounted into migd?)"};
+                                     " (is kubernetes.devicePluginDir (or kubeletDir) right, and "
+                                     "that directory mounted into migd?)"};
     }
     device_plugin_ = std::move(*plugin);
     spdlog::info("kubelet device plugin serving{}",
@@ -648,8 +648,8 @@ std::optional<Failure> Daemon::SetUpKubernetesEarly() {
   }
 #endif
   if (source == "podresources") {
-    pod_resources_ = std::make_unique<k8s::PodResourcesClient>(
-        k8s::PodResourcesClientOptions{.socket_path = k8s::PodResourcesSocketPath(k.kubelet_dir)});
+    pod_resources_ = std::make_unique<k8s::PodResourcesClient>(k8s::PodResourcesClientOptions{
+        .socket_path = k8s::PodResourcesSocketPath(k.PodResourcesDir())});
     owners_ =
         std::make_unique<FailClosedOwnerSource>(std::make_unique<k8s::PodResourcesOwnerSource>(
             *pod_resources_,
@@ -670,7 +670,9 @@ std::optional<Failure> Daemon::SetUpKubernetesLate() {
   hopts.cdi_enabled = config_.cdi.enabled;
   hopts.profile_allowlist = {config_.mig_profile_allowlist.begin(),
                              config_.mig_profile_allowlist.end()};
-  hami_backend_ = std::make_unique<k8s::HamiBackend>(kube_.get(), manager_.get(), hopts);
+  hopts.resource_name = k.resource_name;
+  hopts.node_lock_expiry = k.node_lock_expiry;
+  hami_backend_ = std::make_unique<k8s::HamiBackend>(kube_.get(), manager_.get(), &clock_, hopts);
   deferred_backend_.Set(hami_backend_.get());
   // Publishes hami.io/node-nvidia-register once, then releases the
   // instances of ended pods and re-publishes periodically.

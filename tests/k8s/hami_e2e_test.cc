@@ -7,14 +7,19 @@
 //   at the reserved placement -> annotation patched (migUUID, ids) ->
 //   CDI name returned and its spec file present; pod deleted -> Idle (spec
 //   kept); next pod with the same reservation -> the same MIG UUID; kubelet
-//   restart -> re-registered and the device list sent again.
+//   restart -> re-registered and the device list sent again. Hostile pods
+//   (self-written annotations, spec.nodeName, older bind times, forged or
+//   stale locks) reach the same path through the fake kubelet and leave the
+//   simulated GPUs and every pod untouched.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
 #include <chrono>
 #include <filesystem>
-#include <thread>
+#include <fstream>
+#include <regex>
+#include <set>
 
 #include "cdi/fake_host_reader.h"
 #include "cdi/names.h"
@@ -30,6 +35,7 @@
 #include "k8s/apiserver/kube_client.h"
 #include "k8s/apiserver/pod_watcher.h"
 #include "k8s/apiserver/testing/fake_api_server.h"
+#include "k8s/apiserver/testing/hami_scheduler.h"
 #include "k8s/deviceplugin/device_plugin_server.h"
 #include "k8s/testing/fake_kubelet.h"
 #include "testing/status_matchers.h"
@@ -41,11 +47,41 @@ namespace {
 using ::migd::driver::NvmlDriver;
 using ::migd::driver::sim_testing::SimMachine;
 using ::migd::k8s::testing::FakeApiServer;
+using ::migd::k8s::testing::FakeHamiScheduler;
 using ::migd::k8s::testing::FakeKubelet;
 using ::migd::k8s::testing::MakePod;
 using ::migd::k8s::testing::PodSpec;
 
 constexpr char kNode[] = "gpu-node-1";
+
+// "<verb> <resource>" for every rule of the Helm chart's ClusterRole
+// (deploy/helm/migd/templates/rbac.yaml): `resources: [...]` then
+// `verbs: [...]`.
+std::set<std::string> ChartRbacVerbs() {
+  std::ifstream in(std::string(MIGD_SOURCE_DIR) + "/deploy/helm/migd/templates/rbac.yaml");
+  std::set<std::string> out;
+  std::vector<std::string> resources;
+  const std::regex list(R"(^\s*-?\s*(resources|verbs):\s*\[(.*)\]\s*$)");
+  const std::regex item(R"re("([^"]+)")re");
+  for (std::string line; std::getline(in, line);) {
+    std::smatch m;
+    if (!std::regex_match(line, m, list)) continue;
+    std::vector<std::string> items;
+    const std::string body = m[2];
+    for (auto it = std::sregex_iterator(body.begin(), body.end(), item);
+         it != std::sregex_iterator(); ++it) {
+      items.push_back((*it)[1]);
+    }
+    if (m[1] == "resources") {
+      resources = items;
+      continue;
+    }
+    for (const std::string& r : resources) {
+      for (const std::string& v : items) out.insert(v + " " + r);
+    }
+  }
+  return out;
+}
 constexpr char kDevRoot[] = "/fake-dev";
 
 class HamiE2eTest : public ::testing::Test {
@@ -86,7 +122,7 @@ class HamiE2eTest : public ::testing::Test {
     HamiBackendOptions ho;
     ho.node_name = kNode;
     ho.cdi = observer_.get();
-    backend_ = std::make_unique<HamiBackend>(client_.get(), mgr_.get(), ho);
+    backend_ = std::make_unique<HamiBackend>(client_.get(), mgr_.get(), &clock_, ho);
 
     const std::string plugins = dir_.Join("device-plugins");
     std::filesystem::create_directories(plugins);
@@ -110,25 +146,20 @@ class HamiE2eTest : public ::testing::Test {
 
   // The pod as HAMi's scheduler leaves it after Filter and Bind.
   void AddBoundPod(const std::string& name, const std::string& profile, mig::Placement p) {
-    hami::MigAllocation a;
-    a.gpu_uuid = gpu_uuid_;
-    a.profile = profile;
-    a.placement = p;
     PodSpec ps;
     ps.name = name;
     ps.uid = "uid-" + name;
-    ps.node = kNode;
-    ps.annotations = {
-        {hami::kMigAllocations, hami::EncodeMigAllocations({a})},
-        {hami::kDevicesToAllocate, hami::EncodePodDevices({{{gpu_uuid_, "NVIDIA", 19968, 43}}})},
-        {hami::kVgpuNode, kNode},
-        {hami::kBindTime, "1764410000"},
-        {hami::kBindPhase, hami::kBindPhaseAllocating},
-        {"nvidia.com/vgpu-mode", "mig"}};
-    api_.AddPod(MakePod(ps));
-    nlohmann::json lock;
-    lock["metadata"]["annotations"][hami::kNodeLock] = "2026-11-29T11:00:00Z,default," + name;
-    MIGD_ASSERT_OK(client_->PatchNode(kNode, lock).status());
+    scheduler_.Schedule(ps, {{0, gpu_uuid_, profile, p, 19968, 43}});
+  }
+  // GI/CI creates and destroys seen by the simulated library.
+  uint64_t Mutations() {
+    uint64_t n = 0;
+    for (const auto& [key, count] : sim_->Counts()) {
+      for (const char* f : {"CreateGpuInstance", "CreateComputeInstance", "Destroy"}) {
+        if (key.first.find(f) != std::string::npos) n += count;
+      }
+    }
+    return n;
   }
   std::optional<hami::MigAllocation> Reservation(const std::string& pod) {
     auto text = api_.PodAnnotation("default", pod, hami::kMigAllocations);
@@ -148,16 +179,6 @@ class HamiE2eTest : public ::testing::Test {
     const std::string path = dir_.Join("cdi") + "/" + cdi::SpecFileName(cdi::Kind(), mig_uuid);
     return ::lstat(path.c_str(), &st) == 0;
   }
-  bool WaitForState(const std::string& mig_uuid, engine::InstanceState s) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (std::chrono::steady_clock::now() < deadline) {
-      auto v = Find(mig_uuid);
-      if (v && v->state == s) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return false;
-  }
-
   migd::testing::TempDir dir_;
   FakeClock clock_;
   std::unique_ptr<SimMachine> sim_;
@@ -169,6 +190,7 @@ class HamiE2eTest : public ::testing::Test {
   engine::RecordsOwnerSource owners_;
   std::unique_ptr<engine::Manager> mgr_;
   FakeApiServer api_;
+  FakeHamiScheduler scheduler_{&api_, &clock_, kNode};
   std::unique_ptr<KubeClient> client_;
   std::unique_ptr<HamiBackend> backend_;
   std::unique_ptr<FakeKubelet> kubelet_;
@@ -208,11 +230,12 @@ TEST_F(HamiE2eTest, ReservationToCdiThenReleaseReuseAndKubeletRestart) {
   // 2. The pod runs, then is deleted: the watcher makes the instance Idle.
   ASSERT_TRUE(api_.UpdatePod("default", "train",
                              [](nlohmann::json& p) { p["status"]["phase"] = "Running"; }));
-  PodWatcher watcher(backend_.get(), {std::chrono::milliseconds(20), std::chrono::seconds(60)});
-  watcher.Start();
   ASSERT_TRUE(api_.DeletePod("default", "train"));
-  EXPECT_TRUE(WaitForState(mig, engine::InstanceState::kIdle));
+  PodWatcher watcher(backend_.get(), {std::chrono::seconds(60), std::chrono::seconds(60)});
+  watcher.Start();  // its first pass runs at once
+  ASSERT_TRUE(watcher.WaitForPasses(1, std::chrono::seconds(30)));
   watcher.Stop();
+  EXPECT_EQ(Find(mig)->state, engine::InstanceState::kIdle);
   EXPECT_TRUE(HasSpecFile(mig));  // CDI belongs to the instance: kept while Idle
   EXPECT_TRUE(api_.NodeAnnotation(kNode, hami::kNodeRegister).has_value());
 
@@ -237,15 +260,77 @@ TEST_F(HamiE2eTest, ReservationToCdiThenReleaseReuseAndKubeletRestart) {
   ASSERT_TRUE(kubelet_->WaitForRegistration(2));
   ASSERT_TRUE(kubelet_->WaitForListUpdates(updates + 1));
   EXPECT_EQ(kubelet_->devices().size(), 10u);
+
+  // Least privilege: the chart's ClusterRole grants exactly the verbs this
+  // whole cycle used (docs/kubernetes.md, "RBAC").
+  EXPECT_EQ(api_.verbs(), ChartRbacVerbs());
+  EXPECT_EQ(ChartRbacVerbs(), (std::set<std::string>{"get pods", "list pods", "patch pods",
+                                                     "get nodes", "patch nodes"}));
 }
 
 TEST_F(HamiE2eTest, AllocateWithoutBoundPodFailsWithActionableError) {
   ASSERT_TRUE(kubelet_->WaitForRegistration(1));
   v1beta1::ContainerAllocateResponse resp;
   grpc::Status gs = kubelet_->Allocate({gpu_uuid_ + "-0"}, &resp);
-  EXPECT_EQ(gs.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
-  EXPECT_THAT(gs.error_message(), ::testing::HasSubstr("is being bound"));
+  EXPECT_EQ(gs.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_THAT(gs.error_message(), ::testing::HasSubstr("no pod is being bound to node gpu-node-1"));
   EXPECT_TRUE(mgr_->List().instances.empty());
+}
+
+// Hostile pods of several shapes, each admitted through the fake kubelet:
+// the simulated GPUs see no create or destroy, no pod or node is patched, and
+// the legitimate pod afterwards gets exactly its own reservation.
+TEST_F(HamiE2eTest, HostilePodsThroughKubeletChangeNothingAndTheRealPodGetsItsReservation) {
+  ASSERT_TRUE(kubelet_->WaitForRegistration(1));
+  auto hostile = [&](const std::string& name, const std::string& node,
+                     std::map<std::string, std::string> extra) {
+    PodSpec ps;
+    ps.name = name;
+    ps.uid = "uid-" + name;
+    ps.node = node;
+    ps.annotations =
+        scheduler_.FilterAnnotations(ps, {{0, gpu_uuid_, "7g.40gb", {0, 8}, 40192, 100}});
+    ps.annotations[hami::kBindPhase] = hami::kBindPhaseAllocating;
+    ps.annotations[hami::kBindTime] = "1";
+    for (auto& [k, v] : extra) ps.annotations[k] = v;
+    ps.limits["main"]["nvidia.com/gpu"] = "1";
+    api_.AddPod(MakePod(ps));
+  };
+  auto refused = [&](const std::string& what) {
+    const uint64_t mutations = Mutations();
+    const int patches = api_.requests("PATCH");
+    v1beta1::ContainerAllocateResponse resp;
+    const grpc::Status gs = kubelet_->Allocate({gpu_uuid_ + "-0"}, &resp);
+    EXPECT_FALSE(gs.ok()) << what;
+    EXPECT_EQ(Mutations(), mutations) << what;
+    EXPECT_EQ(api_.requests("PATCH"), patches) << what;
+  };
+  hostile("self-bound", kNode, {});
+  refused("self-written annotations and spec.nodeName, no lock");
+  scheduler_.SetNodeLock(scheduler_.LockValue("default", "self-bound", std::chrono::minutes(6)));
+  refused("a stale lock naming it");
+  hostile("foreign", "other-node", {});
+  scheduler_.SetNodeLock(scheduler_.LockValue("default", "foreign"));
+  refused("a lock naming a pod of another node");
+  scheduler_.SetNodeLock(scheduler_.LockValue("default", "self-bound") + ",extra");
+  refused("a malformed lock");
+  scheduler_.SetNodeLock("");
+  EXPECT_EQ(sim_->GiCount(), 0);
+
+  // The real pod, scheduled now; the hostile ones (older bind times) stay.
+  AddBoundPod("real", "3g.20gb", {4, 4});
+  const std::optional<nlohmann::json> self = api_.GetPod("default", "self-bound");
+  v1beta1::ContainerAllocateResponse resp;
+  const grpc::Status gs = kubelet_->Allocate({gpu_uuid_ + "-3"}, &resp);
+  ASSERT_TRUE(gs.ok()) << gs.error_message();
+  auto res = Reservation("real");
+  ASSERT_TRUE(res && res->RuntimeReady());
+  const auto inst = Find(*res->mig_uuid);
+  ASSERT_TRUE(inst.has_value());
+  EXPECT_EQ(inst->placement, (mig::Placement{4, 4}));
+  EXPECT_EQ(inst->owner.pod_name, "real");
+  EXPECT_EQ(sim_->GiCount(), 1);
+  EXPECT_EQ(api_.GetPod("default", "self-bound"), self);
 }
 
 }  // namespace

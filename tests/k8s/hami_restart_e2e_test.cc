@@ -20,6 +20,7 @@
 #include "k8s/apiserver/hami_codec.h"
 #include "k8s/apiserver/kube_client.h"
 #include "k8s/apiserver/testing/fake_api_server.h"
+#include "k8s/apiserver/testing/hami_scheduler.h"
 #include "k8s/podresources/kube_pod_lister.h"
 #include "k8s/podresources/owner_sources.h"
 #include "testing/status_matchers.h"
@@ -31,7 +32,7 @@ namespace {
 using ::migd::driver::NvmlDriver;
 using ::migd::driver::sim_testing::SimMachine;
 using ::migd::k8s::testing::FakeApiServer;
-using ::migd::k8s::testing::MakePod;
+using ::migd::k8s::testing::FakeHamiScheduler;
 using ::migd::k8s::testing::PodSpec;
 
 constexpr char kNode[] = "gpu-node-1";
@@ -71,27 +72,17 @@ class HamiRestartTest : public ::testing::Test {
     mgr_ = std::move(*m);
     HamiBackendOptions ho;
     ho.node_name = kNode;
-    backend_ = std::make_unique<HamiBackend>(client_.get(), mgr_.get(), ho);
+    backend_ = std::make_unique<HamiBackend>(client_.get(), mgr_.get(), &clock_, ho);
     return OkStatus();
   }
   // A bound pod, allocated through the backend, then Running.
   std::string RunPod(const std::string& name, const std::string& profile, mig::Placement p) {
-    hami::MigAllocation a;
-    a.gpu_uuid = mgr_->Gpus().at(0).info.uuid.value();
-    a.profile = profile;
-    a.placement = p;
+    const std::string gpu = mgr_->Gpus().at(0).info.uuid.value();
     PodSpec ps;
     ps.name = name;
     ps.uid = "uid-" + name;
-    ps.node = kNode;
-    ps.annotations = {
-        {hami::kMigAllocations, hami::EncodeMigAllocations({a})},
-        {hami::kDevicesToAllocate, hami::EncodePodDevices({{{a.gpu_uuid, "NVIDIA", 9856, 29}}})},
-        {hami::kVgpuNode, kNode},
-        {hami::kBindTime, "1764410000"},
-        {hami::kBindPhase, hami::kBindPhaseAllocating}};
-    api_.AddPod(MakePod(ps));
-    StatusOr<ContainerAllocation> r = backend_->AllocateContainer({a.gpu_uuid + "-0"});
+    scheduler_.Schedule(ps, {{0, gpu, profile, p}});
+    StatusOr<ContainerAllocation> r = backend_->AllocateContainer({gpu + "-0"});
     EXPECT_TRUE(r.ok()) << r.status();
     EXPECT_TRUE(api_.UpdatePod("default", name,
                                [](nlohmann::json& pod) { pod["status"]["phase"] = "Running"; }));
@@ -109,6 +100,7 @@ class HamiRestartTest : public ::testing::Test {
   std::unique_ptr<SimMachine> sim_;
   std::unique_ptr<NvmlDriver> driver_;
   FakeApiServer api_;
+  FakeHamiScheduler scheduler_{&api_, &clock_, kNode};
   std::unique_ptr<KubeClient> client_;
   std::unique_ptr<KubeHamiPodLister> lister_;
   std::unique_ptr<HamiOwnerSource> source_;

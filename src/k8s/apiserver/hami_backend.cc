@@ -1,78 +1,62 @@
 #include "k8s/apiserver/hami_backend.h"
-#include "k8s/hami_request_id.h"
 
+#include <absl/strings/str_cat.h>
+#include <absl/strings/str_join.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <ctime>
 #include <map>
 #include <utility>
 
 #include "base/logging.h"
 #include "base/status_macros.h"
 #include "cdi/publisher.h"
+#include "k8s/apiserver/hami_annotations.h"
+#include "k8s/apiserver/node_register.h"
+#include "k8s/apiserver/placeholder_id.h"
+#include "k8s/apiserver/pod_devices.h"
+#include "k8s/hami_request_id.h"
 
 namespace migd::k8s {
 namespace {
 
-std::string MetaString(const nlohmann::json& obj, const char* key) {
-  if (!obj.contains("metadata") || !obj["metadata"].is_object()) return "";
-  const nlohmann::json& m = obj["metadata"];
-  return m.contains(key) && m[key].is_string() ? m[key].get<std::string>() : "";
+// The realised instances are the reserved ones, in order.
+Status CheckRealised(const ContainerPlan& plan, const std::vector<engine::InstanceView>& got) {
+  if (got.size() != plan.reservations.size()) {
+    return InternalError(absl::StrCat("engine realised ", got.size(), " instances for ",
+                                      plan.reservations.size(), " reservations"));
+  }
+  for (size_t i = 0; i < got.size(); ++i) {
+    const hami::MigAllocation& want = plan.reservations[i];
+    if (got[i].gpu_uuid.value() != want.gpu_uuid || !(got[i].placement == want.placement)) {
+      return InternalError(absl::StrCat("engine realised ", got[i].mig_uuid.value(), " at ",
+                                        got[i].placement.ToString(), " on ",
+                                        got[i].gpu_uuid.value(), ", not the reserved ",
+                                        want.placement.ToString(), " on ", want.gpu_uuid));
+    }
+  }
+  return OkStatus();
 }
 
-// Container names in HAMi's order: init containers first.
-std::vector<std::string> ContainerNames(const nlohmann::json& pod) {
-  std::vector<std::string> out;
-  if (!pod.contains("spec")) return out;
-  for (const char* list : {"initContainers", "containers"}) {
-    if (!pod["spec"].contains(list) || !pod["spec"][list].is_array()) continue;
-    for (const nlohmann::json& c : pod["spec"][list]) out.push_back(c.value("name", ""));
+std::vector<hami::RuntimeIdentity> Identities(const std::vector<engine::InstanceView>& got) {
+  std::vector<hami::RuntimeIdentity> out;
+  for (const engine::InstanceView& v : got) {
+    out.push_back({v.mig_uuid.value(), v.gi_id.value(), v.ci_id.value()});
   }
   return out;
 }
 
-// HAMi's GetPendingPod condition.
-bool IsBeingBound(const nlohmann::json& pod, const std::string& node) {
-  if (!hami::PodIsActive(pod)) return false;
-  const std::string phase =
-      pod.contains("status") && pod["status"].is_object() ? pod["status"].value("phase", "") : "";
-  if (!phase.empty() && phase != "Pending") return false;
-  if (!hami::Annotation(pod, hami::kBindTime)) return false;
-  const auto bind_phase = hami::Annotation(pod, hami::kBindPhase);
-  if (!bind_phase ||
-      (*bind_phase != hami::kBindPhaseAllocating && *bind_phase != hami::kBindPhaseSuccess)) {
-    return false;
-  }
-  const auto vnode = hami::Annotation(pod, hami::kVgpuNode);
-  if (!vnode || *vnode != node) return false;
-  // A pod whose containers are all allocated (bind-phase success, not yet
-  // Running) is not the one kubelet is admitting now. An undecodable list
-  // stays a candidate so that the error reaches the pod's events.
-  StatusOr<hami::PodDevices> devs =
-      hami::DecodePodDevices(hami::Annotation(pod, hami::kDevicesToAllocate).value_or(""));
-  if (!devs.ok()) return true;
-  return std::any_of(devs->begin(), devs->end(), [](const auto& c) { return !c.empty(); });
-}
-
-int64_t BindTime(const nlohmann::json& pod) {
-  const auto t = hami::Annotation(pod, hami::kBindTime);
-  if (!t) return 0;
-  try {
-    return std::stoll(*t);
-  } catch (const std::exception&) {
-    return 0;
-  }
-}
-
 }  // namespace
 
-HamiBackend::HamiBackend(KubeClient* client, engine::Manager* manager, HamiBackendOptions options)
-    : client_(client), manager_(manager), options_(std::move(options)) {}
-
-std::string HamiBackend::RequestId(const std::string& pod_uid, int container_index) {
-  return HamiRequestId(pod_uid, container_index);
-}
+HamiBackend::HamiBackend(KubeClient* client, engine::Manager* manager, const Clock* clock,
+                         HamiBackendOptions options)
+    : client_(client),
+      manager_(manager),
+      options_(std::move(options)),
+      finder_(client, clock,
+              BoundPodOptions{.node_name = options_.node_name,
+                              .lock_expiry = options_.node_lock_expiry}),
+      writer_(client, options_.node_name, options_.patch_attempts) {}
 
 std::vector<AdvertisedDevice> HamiBackend::Devices() {
   std::vector<AdvertisedDevice> out;
@@ -80,8 +64,22 @@ std::vector<AdvertisedDevice> HamiBackend::Devices() {
     if (g.model == nullptr) continue;  // MIG disabled: nothing HAMi could reserve
     for (int i = 0; i < options_.device_split_count; ++i) {
       AdvertisedDevice d;
-      d.id = g.info.uuid.value() + "-" + std::to_string(i);
+      d.id = PlaceholderId(g.info.uuid.value(), i);
       out.push_back(std::move(d));
+    }
+  }
+  return out;
+}
+
+std::set<int> HamiBackend::ServedContainers(const PodObject& pod) const {
+  std::set<std::string> active;
+  for (const engine::InstanceView& v : manager_->List().instances) {
+    if (v.state == engine::InstanceState::kActive) active.insert(v.request_id);
+  }
+  std::set<int> out;
+  for (size_t i = 0; i < pod.containers.size(); ++i) {
+    if (active.count(HamiRequestId(pod.meta.uid, static_cast<int>(i)))) {
+      out.insert(static_cast<int>(i));
     }
   }
   return out;
@@ -89,261 +87,148 @@ std::vector<AdvertisedDevice> HamiBackend::Devices() {
 
 StatusOr<ContainerAllocation> HamiBackend::AllocateContainer(
     const std::vector<std::string>& device_ids) {
-  std::lock_guard<std::mutex> lock(mu_);
-  StatusOr<nlohmann::json> list = client_->ListPods(options_.node_name);
-  if (!list.ok()) {
-    return UnavailableError("HAMi allocate: cannot list the pods of node " + options_.node_name +
-                            ": " + std::string(list.status().message()));
+  MutexLock lock(&mu_);
+  StatusOr<PodObject> pod = finder_.Find();
+  if (!pod.ok()) {
+    spdlog::warn("HAMi allocate refused{}", Fields()
+                                                .Add("devices", absl::StrJoin(device_ids, ","))
+                                                .Add("error", pod.status().ToString()));
+    return pod.status();
   }
-  const nlohmann::json* pod = nullptr;
-  if (list->contains("items") && (*list)["items"].is_array()) {
-    for (const nlohmann::json& p : (*list)["items"]) {
-      if (!IsBeingBound(p, options_.node_name)) continue;
-      if (pod == nullptr || BindTime(p) < BindTime(*pod)) pod = &p;
-    }
-  }
-  if (pod == nullptr) {
-    return FailedPreconditionError(
-        "HAMi allocate for devices [" + (device_ids.empty() ? "" : device_ids[0]) +
-        (device_ids.size() > 1 ? ",..." : "") + "]: no pod on node " + options_.node_name +
-        " is being bound (hami.io/bind-phase allocating, hami.io/vgpu-node set); is HAMi's "
-        "scheduler the pod's scheduler?");
+  StatusOr<ContainerAllocation> result = AllocateForPod(*pod, device_ids);
+  if (!result.ok()) return result.status().WithContext("pod " + pod->Key());
+  return result;
+}
+
+StatusOr<ContainerAllocation> HamiBackend::AllocateForPod(
+    const PodObject& pod, const std::vector<std::string>& device_ids) {
+  PlanInput in{.pod = &pod,
+               .device_ids = device_ids,
+               .gpus = manager_->Gpus(),
+               .device_split_count = options_.device_split_count,
+               .profile_allowlist = options_.profile_allowlist,
+               .resource_name = options_.resource_name,
+               .served = ServedContainers(pod)};
+  StatusOr<ContainerPlan> plan = PlanContainer(in);
+  if (!plan.ok()) {
+    // Nothing was created, reclaimed or patched: the pod's admission fails
+    // and its lock expires on the scheduler's side.
+    spdlog::warn("HAMi allocate refused{}", Fields()
+                                                .Add("pod", pod.Key())
+                                                .Add("devices", absl::StrJoin(device_ids, ","))
+                                                .Add("error", plan.status().ToString()));
+    return plan.status();
   }
   // Release before allocating, so that a pod that ended frees its
   // placements for the reservation (HAMi reconciles first too).
-  ReleaseEndedLocked(*list);
-  const std::string ns = MetaString(*pod, "namespace");
-  const std::string name = MetaString(*pod, "name");
-  StatusOr<ContainerAllocation> result = AllocateForPod(*pod);
+  StatusOr<ReleasePassResult> released = ReleaseEndedLocked();
+  if (!released.ok()) {
+    return UnavailableError(absl::StrCat("cannot list the pods of node ", options_.node_name, ": ",
+                                         std::string(released.status().message())));
+  }
+  StatusOr<ContainerAllocation> result = Realise(pod, *plan);
   if (!result.ok()) {
     spdlog::warn("HAMi allocation failed{}",
-                 Fields().Add("pod", ns + "/" + name).Add("error", result.status().ToString()));
-    Status s = FinishBind(ns, name, hami::kBindPhaseFailed);
+                 Fields().Add("pod", pod.Key()).Add("error", result.status().ToString()));
+    const Status s = writer_.FinishBind(pod, hami::kBindPhaseFailed);
     if (!s.ok()) spdlog::warn("cannot mark pod failed{}", Fields().Add("error", s.ToString()));
-    return result.status().WithContext("pod " + ns + "/" + name);
   }
   return result;
 }
 
-StatusOr<ContainerAllocation> HamiBackend::AllocateForPod(const nlohmann::json& pod) {
-  const std::string ns = MetaString(pod, "namespace");
-  const std::string name = MetaString(pod, "name");
-  const std::string uid = MetaString(pod, "uid");
-  MIGD_ASSIGN_OR_RETURN(
-      hami::PodDevices to_allocate,
-      hami::DecodePodDevices(hami::Annotation(pod, hami::kDevicesToAllocate).value_or("")));
-  int index = -1;
-  for (size_t i = 0; i < to_allocate.size(); ++i) {
-    if (!to_allocate[i].empty()) {
-      index = static_cast<int>(i);
-      break;
-    }
-  }
-  if (index < 0) {
-    return FailedPreconditionError(std::string(hami::kDevicesToAllocate) +
-                                   " has no container left to allocate");
-  }
-  const std::vector<std::string> names = ContainerNames(pod);
-  if (static_cast<size_t>(index) >= names.size()) {
-    return InvalidArgumentError("container index " + std::to_string(index) +
-                                " out of range (the pod has " + std::to_string(names.size()) +
-                                " containers, init containers included)");
-  }
-  const std::vector<hami::ContainerDevice>& devs = to_allocate[index];
-  MIGD_ASSIGN_OR_RETURN(
-      std::vector<hami::MigAllocation> all,
-      hami::DecodeMigAllocations(hami::Annotation(pod, hami::kMigAllocations).value_or("")));
-  std::vector<hami::MigAllocation> mine;
-  for (const auto& a : all) {
-    if (a.container_index == index) mine.push_back(a);
-  }
-  std::sort(mine.begin(), mine.end(),
-            [](const auto& a, const auto& b) { return a.device_index < b.device_index; });
-  if (mine.size() != devs.size()) {
-    return FailedPreconditionError(
-        "container " + names[index] + " (index " + std::to_string(index) + ") has " +
-        std::to_string(devs.size()) + " devices to allocate but " + std::to_string(mine.size()) +
-        " MIG reservations in " + hami::kMigAllocations + "; the scheduler must reschedule it");
-  }
-  const std::vector<engine::GpuView> gpus = manager_->Gpus();
-  engine::AllocateRequest req;
-  req.request_id = RequestId(uid, index);
-  req.owner = store::Owner::Pod(ns, name, PodUid(uid), names[index]);
-  for (size_t i = 0; i < mine.size(); ++i) {
-    if (mine[i].gpu_uuid != devs[i].uuid) {
-      return FailedPreconditionError(
-          "reservation deviceIndex " + std::to_string(mine[i].device_index) + " is on " +
-          mine[i].gpu_uuid + " but the device to allocate is " + devs[i].uuid);
-    }
-    const engine::GpuView* gpu = nullptr;
-    for (const auto& g : gpus) {
-      if (g.info.uuid.value() == mine[i].gpu_uuid) gpu = &g;
-    }
-    if (gpu == nullptr) {
-      return NotFoundError("reserved GPU " + mine[i].gpu_uuid + " is not on node " +
-                           options_.node_name);
-    }
-    req.instances.push_back(engine::InstanceSpec{
-        .profile = mine[i].profile, .gpu = gpu->info.index, .placement = mine[i].placement});
-  }
+StatusOr<ContainerAllocation> HamiBackend::Realise(const PodObject& pod,
+                                                   const ContainerPlan& plan) {
+  engine::AllocateRequest req{.request_id = HamiRequestId(pod.meta.uid, plan.container_index),
+                              .owner = store::Owner::Pod(pod.meta.ns, pod.meta.name,
+                                                         PodUid(pod.meta.uid), plan.container_name),
+                              .instances = plan.instances};
   MIGD_ASSIGN_OR_RETURN(engine::Allocation alloc, manager_->Allocate(req));
-  Status s = OkStatus();
-  for (size_t i = 0; i < alloc.instances.size() && s.ok(); ++i) {
-    const engine::InstanceView& v = alloc.instances[i];
-    if (v.gpu_uuid.value() != mine[i].gpu_uuid || !(v.placement.start == mine[i].placement.start &&
-                                                    v.placement.size == mine[i].placement.size)) {
-      s = InternalError("engine realised " + v.mig_uuid.value() + " at " + v.placement.ToString() +
-                        " on " + v.gpu_uuid.value() + ", not the reserved " +
-                        mine[i].placement.ToString() + " on " + mine[i].gpu_uuid);
-    }
+  // The response first: the pod is written only once the container can get
+  // what it says.
+  Status s = CheckRealised(plan, alloc.instances);
+  StatusOr<ContainerAllocation> resp = s.ok() ? BuildResponse(alloc.instances) : s;
+  StatusOr<bool> done = false;
+  if (resp.ok()) {
+    done = writer_.WriteIdentity(pod, plan.container_index, Identities(alloc.instances));
+    if (!done.ok()) resp = done.status();
   }
-  StatusOr<ContainerAllocation> resp = InternalError("unset");
-  if (s.ok()) s = WriteBack(pod, index, alloc.instances);
-  if (s.ok()) {
-    resp = BuildResponse(alloc.instances);
-    s = resp.status();
-  }
-  if (!s.ok()) {
+  if (!resp.ok()) {
     // Nothing of this allocation reaches a container: back to Idle (kept for
     // reuse, unlike HAMi's rollback which destroys).
-    Status r = manager_->Release(req.request_id);
+    const Status r = manager_->Release(req.request_id);
     if (!r.ok()) spdlog::warn("rollback release failed{}", Fields().Add("error", r.ToString()));
-    return s;
+    return resp.status();
+  }
+  if (*done) {
+    // Realised and recorded on the pod: a failure to set the phase or free
+    // the lock must not undo that (HAMi logs it too; the lock expires).
+    const Status fin = writer_.FinishBind(pod, hami::kBindPhaseSuccess);
+    if (!fin.ok()) {
+      spdlog::warn("cannot mark pod bound{}",
+                   Fields().Add("pod", pod.Key()).Add("error", fin.ToString()));
+    }
   }
   spdlog::info("HAMi allocation realised{}", Fields()
-                                                 .Add("pod", ns + "/" + name)
-                                                 .Add("container", names[index])
+                                                 .Add("pod", pod.Key())
+                                                 .Add("container", plan.container_name)
                                                  .Add("request", req.request_id)
                                                  .Add("instances", alloc.instances.size()));
   return resp;
 }
 
-Status HamiBackend::WriteBack(const nlohmann::json& first_pod, int container_index,
-                              const std::vector<engine::InstanceView>& instances) {
-  nlohmann::json pod = first_pod;
-  const std::string ns = MetaString(pod, "namespace");
-  const std::string name = MetaString(pod, "name");
-  const std::string uid = MetaString(pod, "uid");
-  Status last = OkStatus();
-  for (int attempt = 0; attempt < std::max(1, options_.patch_attempts); ++attempt) {
-    if (attempt > 0) {
-      MIGD_ASSIGN_OR_RETURN(pod, client_->GetPod(ns, name));
-      if (MetaString(pod, "uid") != uid) {
-        return AbortedError("pod " + ns + "/" + name + " was replaced while allocating");
-      }
-    }
-    MIGD_ASSIGN_OR_RETURN(
-        std::vector<hami::MigAllocation> all,
-        hami::DecodeMigAllocations(hami::Annotation(pod, hami::kMigAllocations).value_or("")));
-    std::vector<hami::MigAllocation*> mine;
-    for (auto& a : all) {
-      if (a.container_index == container_index) mine.push_back(&a);
-    }
-    std::sort(mine.begin(), mine.end(),
-              [](const auto* a, const auto* b) { return a->device_index < b->device_index; });
-    if (mine.size() != instances.size()) {
-      return AbortedError("the reservation of container index " + std::to_string(container_index) +
-                          " changed while allocating");
-    }
-    for (size_t i = 0; i < mine.size(); ++i) {
-      mine[i]->mig_uuid = instances[i].mig_uuid.value();
-      mine[i]->gpu_instance_id = instances[i].gi_id.value();
-      mine[i]->compute_instance_id = instances[i].ci_id.value();
-    }
-    MIGD_ASSIGN_OR_RETURN(
-        hami::PodDevices to_allocate,
-        hami::DecodePodDevices(hami::Annotation(pod, hami::kDevicesToAllocate).value_or("")));
-    if (static_cast<size_t>(container_index) < to_allocate.size()) {
-      to_allocate[container_index].clear();
-    }
-    const bool all_done = std::all_of(to_allocate.begin(), to_allocate.end(),
-                                      [](const auto& c) { return c.empty(); });
-    nlohmann::json patch;
-    patch["metadata"]["resourceVersion"] = MetaString(pod, "resourceVersion");
-    patch["metadata"]["annotations"][hami::kMigAllocations] = hami::EncodeMigAllocations(all);
-    patch["metadata"]["annotations"][hami::kDevicesToAllocate] =
-        hami::EncodePodDevices(to_allocate);
-    StatusOr<nlohmann::json> r = client_->PatchPod(ns, name, patch);
-    if (r.ok()) {
-      if (all_done) {
-        // The instances are realised and recorded on the pod: a failure to
-        // set the phase or free the lock must not undo that (HAMi logs it
-        // too; the scheduler's lock expires).
-        Status fin = FinishBind(ns, name, hami::kBindPhaseSuccess);
-        if (!fin.ok()) {
-          spdlog::warn("cannot mark pod bound{}",
-                       Fields().Add("pod", ns + "/" + name).Add("error", fin.ToString()));
-        }
-      }
-      return OkStatus();
-    }
-    last = r.status();
-    if (last.code() != StatusCode::kAborted) return last;
-    spdlog::info("pod annotation patch conflict, re-reading{}",
-                 Fields().Add("pod", ns + "/" + name).Add("attempt", attempt + 1));
+StatusOr<std::vector<std::string>> HamiBackend::PreferredAllocation(
+    const std::vector<std::string>& available, const std::vector<std::string>& must_include,
+    int size) {
+  auto fallback = [&](const Status& why) {
+    spdlog::debug("preferred allocation without a reservation{}",
+                  Fields().Add("why", why.ToString()));
+    return AllocationBackend::PreferredAllocation(available, must_include, size);
+  };
+  StatusOr<PodObject> pod = finder_.Find();
+  if (!pod.ok()) return fallback(pod.status());
+  StatusOr<hami::PodDevices> devices =
+      hami::DecodePodDevices(pod->meta.Annotation(hami::kDevicesToAllocate).value_or(""));
+  if (!devices.ok()) return fallback(devices.status());
+  const std::optional<int> next = hami::NextContainer(*devices);
+  if (!next) return fallback(FailedPreconditionError("no container left to allocate"));
+  // One replica of each reserved GPU, in the reservation's order.
+  std::vector<std::string> out = must_include;
+  std::multiset<std::string> wanted;
+  for (const hami::ContainerDevice& d : (*devices)[*next]) wanted.insert(d.uuid);
+  for (const std::string& id : must_include) {
+    const std::optional<Placeholder> p = ParsePlaceholderId(id);
+    if (p && wanted.count(p->gpu_uuid)) wanted.erase(wanted.find(p->gpu_uuid));
   }
-  return last.WithContext("gave up after " + std::to_string(options_.patch_attempts) +
-                          " conflicting patches");
-}
-
-Status HamiBackend::FinishBind(const std::string& ns, const std::string& name, const char* phase) {
-  nlohmann::json patch;
-  patch["metadata"]["annotations"][hami::kBindPhase] = phase;
-  StatusOr<nlohmann::json> r = client_->PatchPod(ns, name, patch);
-  Status lock = ReleaseNodeLock(ns, name);
-  if (!r.ok()) return r.status();
-  return lock;
-}
-
-Status HamiBackend::ReleaseNodeLock(const std::string& ns, const std::string& name) {
-  Status last = OkStatus();
-  // The node object is also written by others (HAMi's scheduler, our own
-  // registration): retry a conflicting release on a fresh read.
-  for (int attempt = 0; attempt < std::max(1, options_.patch_attempts); ++attempt) {
-    MIGD_ASSIGN_OR_RETURN(nlohmann::json node, client_->GetNode(options_.node_name));
-    const auto value = hami::Annotation(node, hami::kNodeLock);
-    if (!value) return OkStatus();
-    // HAMi's lock value is "<time>,<namespace>,<pod>" (older: a bare time);
-    // a lock another pod holds is not ours to release.
-    std::vector<std::string> parts;
-    size_t start = 0;
-    for (size_t i = 0; i <= value->size(); ++i) {
-      if (i == value->size() || (*value)[i] == ',') {
-        parts.push_back(value->substr(start, i - start));
-        start = i + 1;
-      }
-    }
-    if (parts.size() >= 3 && (parts[1] != ns || parts[2] != name)) {
-      spdlog::info("node lock held by another pod, kept{}", Fields().Add("lock", *value));
-      return OkStatus();
-    }
-    nlohmann::json patch;
-    patch["metadata"]["resourceVersion"] = MetaString(node, "resourceVersion");
-    patch["metadata"]["annotations"][hami::kNodeLock] = nullptr;
-    last = client_->PatchNode(options_.node_name, patch).status();
-    if (last.code() != StatusCode::kAborted) return last;
+  for (const std::string& id : available) {
+    if (static_cast<int>(out.size()) >= size) break;
+    const std::optional<Placeholder> p = ParsePlaceholderId(id);
+    if (!p || wanted.count(p->gpu_uuid) == 0) continue;
+    if (std::find(out.begin(), out.end(), id) != out.end()) continue;
+    wanted.erase(wanted.find(p->gpu_uuid));
+    out.push_back(id);
   }
-  return last;
+  if (static_cast<int>(out.size()) != size || !wanted.empty()) {
+    return fallback(FailedPreconditionError("the reserved GPUs have too few available replicas"));
+  }
+  return out;
 }
 
 StatusOr<ContainerAllocation> HamiBackend::BuildResponse(
     const std::vector<engine::InstanceView>& instances) {
   ContainerAllocation out;
-  std::string visible;
+  std::vector<std::string> visible;
   std::vector<cdi::BuiltSpec> specs;
   for (const engine::InstanceView& v : instances) {
     out.mig_uuids.push_back(v.mig_uuid);
-    visible += (visible.empty() ? "" : ",") + v.mig_uuid.value();
+    visible.push_back(v.mig_uuid.value());
     if (options_.cdi != nullptr) {
       std::optional<cdi::BuiltSpec> spec = options_.cdi->SpecOf(v.mig_uuid);
-      if (!spec) {
-        return InternalError("no CDI spec published for " + v.mig_uuid.value());
-      }
+      if (!spec) return InternalError("no CDI spec published for " + v.mig_uuid.value());
       specs.push_back(std::move(*spec));
     }
   }
   if (options_.cdi == nullptr) {
-    out.envs.emplace_back("NVIDIA_VISIBLE_DEVICES", visible);
+    out.envs.emplace_back("NVIDIA_VISIBLE_DEVICES", absl::StrJoin(visible, ","));
     return out;
   }
   cdi::AllocateDevices devs = cdi::MakeAllocateDevices(specs, options_.cdi_enabled);
@@ -354,26 +239,24 @@ StatusOr<ContainerAllocation> HamiBackend::BuildResponse(
 }
 
 StatusOr<ReleasePassResult> HamiBackend::ReleaseEndedPods() {
-  std::lock_guard<std::mutex> lock(mu_);
-  StatusOr<nlohmann::json> list = client_->ListPods(options_.node_name);
-  if (!list.ok()) {
-    return list.status().WithContext("release pass skipped, nothing released");
-  }
-  return ReleaseEndedLocked(*list);
+  MutexLock lock(&mu_);
+  StatusOr<ReleasePassResult> r = ReleaseEndedLocked();
+  if (!r.ok()) return r.status().WithContext("release pass skipped, nothing released");
+  return r;
 }
 
-ReleasePassResult HamiBackend::ReleaseEndedLocked(const nlohmann::json& pod_list) {
+StatusOr<ReleasePassResult> HamiBackend::ReleaseEndedLocked() {
+  MIGD_ASSIGN_OR_RETURN(nlohmann::json list, client_->ListPods(options_.node_name));
+  MIGD_ASSIGN_OR_RETURN(std::vector<PodObject> pods,
+                        ParsePodList(list, "pod list of node " + options_.node_name));
   ReleasePassResult result;
   std::set<std::string> active_uids;
-  if (pod_list.contains("items") && pod_list["items"].is_array()) {
-    for (const nlohmann::json& p : pod_list["items"]) {
-      if (hami::PodIsActive(p)) active_uids.insert(MetaString(p, "uid"));
-    }
+  for (const PodObject& p : pods) {
+    if (p.Active()) active_uids.insert(p.meta.uid);
   }
   result.active_pods = active_uids.size();
   // By request id (one Release per allocation); instances adopted at
-  // startup may carry none (the owner source did not know it): those go one
-  // by one.
+  // startup may carry none: those go one by one.
   std::set<std::string> by_request;
   std::set<std::string> by_uuid;
   for (const engine::InstanceView& v : manager_->List().instances) {
@@ -404,7 +287,6 @@ Status HamiBackend::PublishNodeRegistration() {
   nlohmann::json patch;
   patch["metadata"]["annotations"][hami::kNodeRegister] =
       hami::NodeRegisterValue(manager_->Gpus(), options_.profile_allowlist).dump();
-  patch["metadata"]["annotations"][hami::kNodeHandshake] = hami::HandshakeValue(std::time(nullptr));
   return client_->PatchNode(options_.node_name, patch).status();
 }
 

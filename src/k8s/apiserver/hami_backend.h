@@ -1,44 +1,38 @@
 // File: k8s/apiserver/hami_backend.h
 //
-// HamiBackend: the k8s::AllocationBackend of HAMi protocol mode
-// (reference/hami.md §2, §5, §7). migd replaces HAMi's NVIDIA device plugin
-// in `mig` mode and keeps its protocol with HAMi's scheduler:
+// HamiBackend: the k8s::AllocationBackend of HAMi protocol mode. migd
+// replaces HAMi's NVIDIA device plugin in `mig` mode and keeps its protocol
+// with HAMi's scheduler (docs/kubernetes.md has the parity table):
 //
-//   Devices()          HAMi's placeholder replicas `<GPU-UUID>-<i>`,
-//                      i < device_split_count, for every GPU with a MIG
-//                      placement table (stable: UUIDs and the count only).
-//   AllocateContainer  (one kubelet container; serialised node-wide as
-//                      HAMi's applyMutex)
-//     1. LIST the pods on this node; the pod being bound is the Pending one
-//        with bind-time set, bind-phase allocating|success and vgpu-node ==
-//        this node (HAMi's GetPendingPod) and a container left in
-//        vgpu-devices-to-allocate; the oldest bind-time wins;
-//     2. ended pods' instances are released first (-> Idle), as HAMi's
-//        Allocate reconciles first;
-//     3. pop the first non-empty container of vgpu-devices-to-allocate; its
-//        position is the containerIndex (init containers first) and names
-//        the container; its vgpu-mig-allocations entries (by deviceIndex)
-//        must match the popped devices in count and GPU UUID;
-//     4. engine::Manager::Allocate with every instance pinned to the reserved
-//        GPU and placement, owner Pod(ns, name, uid, container), request id
-//        RequestId(uid, containerIndex) (idempotent on kubelet retries);
-//     5. one merge patch guarded by metadata.resourceVersion writes migUUID,
-//        gpuInstanceID, computeInstanceID and erases the container's entry
-//        from vgpu-devices-to-allocate; 409 -> re-read and re-apply (at most
-//        `patch_attempts` times);
-//     6. when no container is left: bind-phase=success and the node lock
-//        hami.io/mutex.lock released (only if it names this pod; a
-//        conflicting node write is retried); failures of this step are
-//        logged, not returned: the instances are realised and recorded;
-//     any error after step 1: bind-phase=failed, node lock released, and an
-//     allocation made in step 4 returned to Idle.
-//   ReleaseEndedPods   one pass of the release reconciler (PodWatcher runs it
-//                      periodically): every Active instance owned by a pod
-//                      that is gone, terminating, Succeeded or Failed is
-//                      released (-> Idle, GI/CI kept for reuse). A LIST
-//                      failure skips the pass (fail closed: nothing released).
-//   PublishNodeRegistration  patches hami.io/node-nvidia-register and
-//                      hami.io/node-handshake on this node.
+//   Devices()          HAMi's placeholder replicas `<GPU-UUID>-<i>`
+//                      (placeholder_id.h) for every MIG GPU; stable.
+//   AllocateContainer  one kubelet container, serialised node-wide as HAMi's
+//                      applyMutex:
+//     1. the pod is the one the node lock names (BoundPodFinder: kUnavailable
+//        when there is none; never a scan of pods' own annotations);
+//     2. PlanContainer's cross-checks (container, counts, kubelet's ids,
+//        GPUs, profile, placement); a refusal creates, reclaims and patches
+//        nothing;
+//     3. ended pods' instances are released first (-> Idle), as HAMi's
+//        Allocate reconciles first; a failed LIST is kUnavailable;
+//     4. engine::Manager::Allocate pinned to the reserved GPUs and
+//        placements, owner Pod(ns, name, uid, container), request id
+//        HamiRequestId(uid, containerIndex) (idempotent on replays);
+//     5. HamiPodWriter::WriteIdentity, then, when no container is left,
+//        bind-phase=success and the node lock released (failures of this
+//        last step are logged: the instances are realised and recorded);
+//     a failure in 4-5 marks the pod bind-phase=failed, releases the lock
+//     and returns an allocation made in 4 to Idle.
+//   PreferredAllocation  replicas of the GPUs the bound pod's next container
+//                      is reserved on (HAMi's GetPreferredAllocation), so
+//                      kubelet's ids pass step 2; when no bound pod can be
+//                      found, the default choice (kubelet fails admission on
+//                      a GetPreferredAllocation error).
+//   ReleaseEndedPods   one pass of the release reconciler (PodWatcher): every
+//                      Active instance of a pod that is gone, terminating,
+//                      Succeeded or Failed goes Idle. A failed LIST releases
+//                      nothing.
+//   PublishNodeRegistration  patches hami.io/node-nvidia-register.
 //
 // Thread-safety: all methods are thread-safe; AllocateContainer and
 // ReleaseEndedPods exclude each other so that a release pass never acts on a
@@ -47,33 +41,41 @@
 #define MIGD_K8S_APISERVER_HAMI_BACKEND_H_
 
 #include <cstdint>
-#include <mutex>
-#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "base/clock.h"
+#include "base/mutex.h"
 #include "base/status.h"
 #include "engine/cdi_observer.h"
 #include "engine/manager.h"
 #include "k8s/allocation_backend.h"
-#include "k8s/apiserver/hami_codec.h"
+#include "k8s/apiserver/bound_pod.h"
+#include "k8s/apiserver/container_plan.h"
+#include "k8s/apiserver/hami_pod_writer.h"
 #include "k8s/apiserver/kube_client.h"
+#include "k8s/apiserver/node_lock.h"
+#include "k8s/apiserver/pod_object.h"
 
 namespace migd::k8s {
 
 struct HamiBackendOptions {
   std::string node_name;  // required ($NODE_NAME)
+  // The extended resource kubelet allocates (HAMi's resourceCountName).
+  std::string resource_name = "nvidia.com/gpu";
   // Replicas advertised per GPU (HAMi's deviceSplitCount).
   int device_split_count = 10;
+  // HAMi's node-lock expiry (NodeLockTimeout; scheduler.nodeLockExpire).
+  Clock::Duration node_lock_expiry = kHamiNodeLockExpiry;
   // When set, AllocateContainer returns CDI names / legacy nodes of the
   // published specs; else only NVIDIA_VISIBLE_DEVICES=MIG-... . Not owned.
   engine::CdiObserver* cdi = nullptr;
   bool cdi_enabled = true;
-  // Profiles published in hami.io/node-nvidia-register (empty = all base
-  // profiles); HAMi's migProfileAllowlist.
+  // Profiles published and accepted (empty = all base profiles); HAMi's
+  // migProfileAllowlist.
   std::set<std::string> profile_allowlist;
-  // Attempts of the resourceVersion-guarded patch (409 -> re-read).
+  // Attempts of a resourceVersion-guarded patch (409 -> re-read).
   int patch_attempts = 5;
 };
 
@@ -84,36 +86,40 @@ struct ReleasePassResult {
 
 class HamiBackend final : public AllocationBackend {
  public:
-  // `client` and `manager` are not owned and must outlive the backend.
-  HamiBackend(KubeClient* client, engine::Manager* manager, HamiBackendOptions options);
+  // `client`, `manager` and `clock` are not owned and must outlive the
+  // backend.
+  HamiBackend(KubeClient* client, engine::Manager* manager, const Clock* clock,
+              HamiBackendOptions options);
 
   std::vector<AdvertisedDevice> Devices() override;
   StatusOr<ContainerAllocation> AllocateContainer(
       const std::vector<std::string>& device_ids) override;
+  StatusOr<std::vector<std::string>> PreferredAllocation(
+      const std::vector<std::string>& available, const std::vector<std::string>& must_include,
+      int size) override;
 
-  StatusOr<ReleasePassResult> ReleaseEndedPods();
+  StatusOr<ReleasePassResult> ReleaseEndedPods() ABSL_LOCKS_EXCLUDED(mu_);
   Status PublishNodeRegistration();
 
-  // "hami-<pod uid>-<containerIndex>".
-  static std::string RequestId(const std::string& pod_uid, int container_index);
-
  private:
-  // Steps 3-6 for `pod`; on error the caller marks the pod failed.
-  StatusOr<ContainerAllocation> AllocateForPod(const nlohmann::json& pod);
-  // Step 5 (with the 409 loop) and 6.
-  Status WriteBack(const nlohmann::json& pod, int container_index,
-                   const std::vector<engine::InstanceView>& instances);
-  // bind-phase=<phase> (no resourceVersion: the phase is ours to set) and
-  // releases the node lock.
-  Status FinishBind(const std::string& ns, const std::string& name, const char* phase);
-  Status ReleaseNodeLock(const std::string& ns, const std::string& name);
-  ReleasePassResult ReleaseEndedLocked(const nlohmann::json& pod_list);
+  // Steps 2-5 for the bound pod.
+  StatusOr<ContainerAllocation> AllocateForPod(const PodObject& pod,
+                                               const std::vector<std::string>& device_ids)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Steps 4-5 once the plan is checked.
+  StatusOr<ContainerAllocation> Realise(const PodObject& pod, const ContainerPlan& plan)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The container indices of `pod` migd holds an Active allocation for.
+  std::set<int> ServedContainers(const PodObject& pod) const;
+  StatusOr<ReleasePassResult> ReleaseEndedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   StatusOr<ContainerAllocation> BuildResponse(const std::vector<engine::InstanceView>& instances);
 
   KubeClient* const client_;
   engine::Manager* const manager_;
   const HamiBackendOptions options_;
-  std::mutex mu_;  // HAMi's applyMutex: one Allocate or release pass at a time
+  const BoundPodFinder finder_;
+  const HamiPodWriter writer_;
+  Mutex mu_;  // HAMi's applyMutex: one Allocate or release pass at a time
 };
 
 }  // namespace migd::k8s

@@ -1,5 +1,6 @@
 #include "k8s/apiserver/kube_client.h"
 
+#include <absl/strings/ascii.h>
 #include <curl/curl.h>
 #include <yaml-cpp/yaml.h>
 
@@ -7,26 +8,20 @@
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
-#include <mutex>
 #include <utility>
 
 #include "base/file_util.h"
+#include "base/json_reader.h"
 #include "base/status_macros.h"
 
 namespace migd::k8s {
 namespace {
 
 void GlobalInit() {
-  static std::once_flag once;
-  // curl_global_init is not thread-safe; do it once before any handle.
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-}
-
-std::string Trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
-  size_t i = 0;
-  while (i < s.size() && (s[i] == ' ' || s[i] == '\n')) ++i;
-  return s.substr(i);
+  // curl_global_init is not thread-safe; a function-local static runs it
+  // once, before any handle, whichever thread comes first.
+  static const CURLcode init = curl_global_init(CURL_GLOBAL_DEFAULT);
+  (void)init;
 }
 
 struct Body {
@@ -48,19 +43,22 @@ size_t WriteCallback(char* ptr, size_t size, size_t nmemb, void* userdata) {
 
 Status HttpError(long code, const std::string& what, const std::string& body) {
   std::string msg = what + ": HTTP " + std::to_string(code);
-  // The API server answers errors with a Status object; its message is the
-  // actionable part (e.g. "the object has been modified").
-  try {
-    nlohmann::json j = nlohmann::json::parse(body);
-    if (j.is_object()) {
-      if (j.contains("reason") && j["reason"].is_string())
-        msg += " " + j["reason"].get<std::string>();
-      if (j.contains("message") && j["message"].is_string()) {
-        msg += ": " + j["message"].get<std::string>();
-      }
-    }
-  } catch (const std::exception&) {
-    if (!body.empty()) msg += ": " + body.substr(0, 200);
+  // The API server answers errors with a Status object (kind Status); its
+  // message is the actionable part (e.g. "the object has been modified").
+  // A body that is not one is quoted, shortened.
+  StatusOr<nlohmann::json> j = ParseJson(body, what);
+  StatusOr<std::string> reason = InternalError("no Status");
+  StatusOr<std::string> message = InternalError("no Status");
+  if (j.ok()) {
+    const JsonReader r(*j, what);
+    reason = r.String("reason");
+    message = r.String("message");
+  }
+  if (reason.ok()) msg += " " + *reason;
+  if (message.ok()) {
+    msg += ": " + *message;
+  } else if (!reason.ok() && !body.empty()) {
+    msg += ": " + body.substr(0, 200);
   }
   switch (code) {
     case 409:
@@ -144,7 +142,7 @@ StatusOr<KubeConfig> InClusterConfigFor(const std::string& host, const std::stri
   c.server = "https://" + (v6 ? "[" + host + "]" : host) + ":" + port;
   StatusOr<std::string> token = ReadTextFile(sa_dir + "/token", "service-account token");
   if (!token.ok()) return FailedPreconditionError(token.status().message());
-  c.token = Trim(*token);
+  c.token = std::string(absl::StripAsciiWhitespace(*token));
   c.ca_file = sa_dir + "/ca.crt";
   return c;
 }
@@ -208,7 +206,7 @@ StatusOr<KubeConfig> LoadKubeconfig(const std::string& path, const std::string& 
       if (c.token.empty() && u["tokenFile"]) {
         MIGD_ASSIGN_OR_RETURN(std::string t, ReadTextFile(resolve(u["tokenFile"].as<std::string>()),
                                                           "kubeconfig tokenFile"));
-        c.token = Trim(t);
+        c.token = std::string(absl::StripAsciiWhitespace(t));
       }
       c.client_cert_file = resolve(u["client-certificate"].as<std::string>(""));
       c.client_key_file = resolve(u["client-key"].as<std::string>(""));
@@ -319,12 +317,7 @@ StatusOr<nlohmann::json> KubeClient::Request(const std::string& method, const st
     return UnavailableError(what + ": " + detail);
   }
   if (http < 200 || http >= 300) return HttpError(http, what, out.data);
-  try {
-    return nlohmann::json::parse(out.data);
-  } catch (const std::exception& e) {
-    return DataLossError(what + ": HTTP " + std::to_string(http) +
-                         " with a body that is not JSON: " + e.what());
-  }
+  return ParseJson(out.data, what + ": HTTP " + std::to_string(http), StatusCode::kDataLoss);
 }
 
 StatusOr<nlohmann::json> KubeClient::GetPod(const std::string& ns, const std::string& name) {

@@ -168,7 +168,7 @@ TEST(KubeClientCreateTest, RejectsBadServerUrl) {
 
 TEST(InClusterConfigTest, ReadsServiceAccount) {
   migd::testing::TempDir dir;
-  WriteFile(dir.Join("token"), "tok-123\n");
+  WriteFile(dir.Join("token"), "\t tok-123 \r\n");  // whitespace around the token is dropped
   WriteFile(dir.Join("ca.crt"), "PEM");
   MIGD_ASSERT_OK_AND_ASSIGN(KubeConfig c, InClusterConfigFor("10.96.0.1", "443", dir.path()));
   EXPECT_EQ(c.server, "https://10.96.0.1:443");
@@ -274,19 +274,23 @@ contexts: [{name: x, context: {cluster: nope, user: u}}]
 }
 
 // A throwaway PKI made with the openssl CLI: a CA, a server certificate for
-// 127.0.0.1 and a client certificate, all signed by the CA.
+// 127.0.0.1 and a client certificate, all signed by the CA. P-256 keys: an
+// RSA key takes seconds to generate on a loaded 2-core machine.
 class TlsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (::access("/usr/bin/openssl", X_OK) != 0) GTEST_SKIP() << "no /usr/bin/openssl";
+    // Debian's openssl package, installed by scripts/install-deps.sh.
+    ASSERT_EQ(::access("/usr/bin/openssl", X_OK), 0)
+        << "/usr/bin/openssl is missing: run scripts/install-deps.sh (Debian package openssl)";
     WriteFile(dir_.Join("san.ext"), "subjectAltName=IP:127.0.0.1\n");
-    Run({"req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt",
-         "-days", "2", "-subj", "/CN=migd-test-ca"});
-    Run({"req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "other-ca.key", "-out",
-         "other-ca.crt", "-days", "2", "-subj", "/CN=unrelated-ca"});
+    Run({"req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+         "-keyout", "ca.key", "-out", "ca.crt", "-days", "2", "-subj", "/CN=migd-test-ca"});
+    Run({"req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+         "-keyout", "other-ca.key", "-out", "other-ca.crt", "-days", "2", "-subj",
+         "/CN=unrelated-ca"});
     for (const std::string who : {"server", "client"}) {
-      Run({"req", "-newkey", "rsa:2048", "-nodes", "-keyout", who + ".key", "-out", who + ".csr",
-           "-subj", "/CN=" + who});
+      Run({"req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout",
+           who + ".key", "-out", who + ".csr", "-subj", "/CN=" + who});
       std::vector<std::string> sign = {"x509",       "-req",   "-in",    who + ".csr",      "-CA",
                                        "ca.crt",     "-CAkey", "ca.key", "-CAcreateserial", "-out",
                                        who + ".crt", "-days",  "2"};

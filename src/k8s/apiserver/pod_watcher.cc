@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "base/logging.h"
 
 namespace migd::k8s {
@@ -14,7 +16,7 @@ PodWatcher::~PodWatcher() { Stop(); }
 void PodWatcher::Start() {
   if (thread_.joinable()) return;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stop_ = false;
   }
   thread_ = std::thread([this] { Loop(); });
@@ -22,44 +24,61 @@ void PodWatcher::Start() {
 
 void PodWatcher::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stop_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   if (thread_.joinable()) thread_.join();
 }
 
 uint64_t PodWatcher::passes() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return passes_;
 }
 
+bool PodWatcher::WaitForPasses(uint64_t n, std::chrono::milliseconds timeout) const {
+  MutexLock lock(&mu_);
+  return cv_.WaitFor(&mu_, timeout,
+                     [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return passes_ >= n; });
+}
+
 void PodWatcher::Loop() {
-  using Clock = std::chrono::steady_clock;
-  Clock::time_point next_register = Clock::now();
-  Clock::time_point next_release = Clock::now();
-  std::unique_lock<std::mutex> lock(mu_);
-  while (!stop_) {
-    lock.unlock();
-    const Clock::time_point now = Clock::now();
-    bool released = false;
+  using SteadyClock = std::chrono::steady_clock;
+  SteadyClock::time_point next_register = SteadyClock::now();
+  SteadyClock::time_point next_release = next_register;
+  // One round of whatever is due; true when a release pass ran.
+  auto run_due = [&] {
+    const SteadyClock::time_point now = SteadyClock::now();
     if (now >= next_register) {
-      Status s = backend_->PublishNodeRegistration();
-      if (!s.ok())
+      const Status s = backend_->PublishNodeRegistration();
+      if (!s.ok()) {
         spdlog::warn("HAMi node registration failed{}", Fields().Add("error", s.ToString()));
+      }
       next_register = now + options_.register_interval;
     }
-    if (now >= next_release) {
-      StatusOr<ReleasePassResult> r = backend_->ReleaseEndedPods();
-      if (!r.ok()) {
-        spdlog::warn("pod release pass skipped{}", Fields().Add("error", r.status().ToString()));
-      }
-      next_release = now + options_.release_interval;
-      released = true;
+    if (now < next_release) return false;
+    StatusOr<ReleasePassResult> r = backend_->ReleaseEndedPods();
+    if (!r.ok()) {
+      spdlog::warn("pod release pass skipped{}", Fields().Add("error", r.status().ToString()));
     }
-    lock.lock();
-    if (released) ++passes_;
-    cv_.wait_until(lock, std::min(next_register, next_release), [this] { return stop_; });
+    next_release = now + options_.release_interval;
+    return true;
+  };
+  while (true) {
+    {
+      MutexLock lock(&mu_);
+      if (stop_) return;
+    }
+    const bool released = run_due();  // without the lock
+    MutexLock lock(&mu_);
+    if (released) {
+      ++passes_;
+      cv_.SignalAll();
+    }
+    const SteadyClock::time_point deadline = std::min(next_register, next_release);
+    while (!stop_ && SteadyClock::now() < deadline) {
+      if (!cv_.WaitUntil(&mu_, deadline)) break;  // the deadline passed
+    }
   }
 }
 

@@ -9,16 +9,16 @@
 // Failures are logged and retried at the next tick (a failed LIST releases
 // nothing).
 //
-// Thread-safety: Start/Stop from one thread; RunOnce is thread-safe.
+// Thread-safety: Start/Stop from one thread; passes() and WaitForPasses()
+// from any thread.
 #ifndef MIGD_K8S_APISERVER_POD_WATCHER_H_
 #define MIGD_K8S_APISERVER_POD_WATCHER_H_
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
-#include <mutex>
 #include <thread>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "k8s/apiserver/hami_backend.h"
 
@@ -43,17 +43,20 @@ class PodWatcher {
   void Stop();
 
   // Completed release passes (successful or not), for tests and metrics.
-  uint64_t passes() const;
+  uint64_t passes() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Blocks until `n` passes completed since construction, or `timeout`
+  // passed; returns whether they did (tests synchronise on it).
+  bool WaitForPasses(uint64_t n, std::chrono::milliseconds timeout) const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   void Loop();
 
   HamiBackend* const backend_;
   const PodWatcherOptions options_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;    // GUARDED_BY(mu_)
-  uint64_t passes_ = 0;  // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  mutable CondVar cv_;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t passes_ ABSL_GUARDED_BY(mu_) = 0;
   std::thread thread_;
 };
 

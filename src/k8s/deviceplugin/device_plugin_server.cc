@@ -21,6 +21,7 @@
 #include "base/logging.h"
 #include "base/status_macros.h"
 #include "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1/api.grpc.pb.h"
+#include "k8s/resource_name.h"
 
 namespace migd::k8s {
 namespace {
@@ -96,19 +97,8 @@ Status ValidateOptions(const DevicePluginOptions& o) {
     return InvalidArgumentError("socket path " + path + " exceeds the unix socket limit of " +
                                 std::to_string(sizeof(sockaddr_un{}.sun_path) - 1) + " bytes");
   }
-  // kubelet accepts only extended resource names: domain/name outside the
-  // kubernetes.io namespace (kubelet-apis.md §1.4).
-  const size_t slash = o.resource_name.find('/');
-  if (slash == std::string::npos || slash == 0 || slash + 1 == o.resource_name.size() ||
-      o.resource_name.find('/', slash + 1) != std::string::npos) {
-    return InvalidArgumentError("resource name '" + o.resource_name +
-                                "' is not an extended resource name (domain/name)");
-  }
-  const std::string domain = o.resource_name.substr(0, slash);
-  if (domain == "kubernetes.io" || (domain.size() > 14 && domain.ends_with(".kubernetes.io"))) {
-    return InvalidArgumentError("resource name '" + o.resource_name +
-                                "' is in the kubernetes.io namespace, which kubelet rejects");
-  }
+  // kubelet's own rule (Register: v1helper.IsExtendedResourceName).
+  MIGD_RETURN_IF_ERROR(CheckExtendedResourceName(o.resource_name));
   using std::chrono::milliseconds;
   if (o.allocate_timeout <= milliseconds(0) || o.register_timeout <= milliseconds(0) ||
       o.register_retry_initial <= milliseconds(0) ||
@@ -124,11 +114,11 @@ Status ValidateOptions(const DevicePluginOptions& o) {
 // One backend Allocate running on its own thread so the handler can give up
 // at the deadline.
 struct BackendCall {
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;                                    // GUARDED_BY(mu)
-  bool abandoned = false;                               // GUARDED_BY(mu)
-  std::optional<StatusOr<ContainerAllocation>> result;  // GUARDED_BY(mu)
+  Mutex mu;
+  CondVar cv;
+  bool done ABSL_GUARDED_BY(mu) = false;
+  bool abandoned ABSL_GUARDED_BY(mu) = false;
+  std::optional<StatusOr<ContainerAllocation>> result ABSL_GUARDED_BY(mu);
 };
 
 }  // namespace
@@ -136,16 +126,14 @@ struct BackendCall {
 // Shared with the backend's devices-changed callback, which may outlive the
 // server; hence a shared_ptr.
 struct DevicePluginServer::Notifier {
-  std::mutex mu;
-  std::condition_variable cv;
-  uint64_t generation = 0;  // GUARDED_BY(mu): bumped per backend change
-  uint64_t epoch = 0;       // GUARDED_BY(mu): bumped when streams must end
-  void Notify() {
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      ++generation;
-    }
-    cv.notify_all();
+  Mutex mu;
+  CondVar cv;
+  uint64_t generation ABSL_GUARDED_BY(mu) = 0;  // bumped per backend change
+  uint64_t epoch ABSL_GUARDED_BY(mu) = 0;       // bumped when streams must end
+  void Notify() ABSL_LOCKS_EXCLUDED(mu) {
+    MutexLock lock(&mu);
+    ++generation;
+    cv.SignalAll();
   }
 };
 
@@ -168,7 +156,7 @@ class DevicePluginServer::Service final : public v1beta1::DevicePlugin::Service 
     Notifier& n = *owner_->notifier_;
     uint64_t seen;
     {
-      std::lock_guard<std::mutex> lock(n.mu);
+      MutexLock lock(&n.mu);
       seen = n.generation;
     }
     std::vector<AdvertisedDevice> last = owner_->backend_->Devices();
@@ -179,9 +167,11 @@ class DevicePluginServer::Service final : public v1beta1::DevicePlugin::Service 
     while (true) {
       bool changed = false;
       {
-        std::unique_lock<std::mutex> lock(n.mu);
-        n.cv.wait_until(lock, std::min(next_refresh, Clock::now() + kCancelPoll),
-                        [&] { return n.generation != seen || n.epoch != epoch_; });
+        MutexLock lock(&n.mu);
+        const Clock::time_point until = std::min(next_refresh, Clock::now() + kCancelPoll);
+        while (n.generation == seen && n.epoch == epoch_) {
+          if (!n.cv.WaitUntil(&n.mu, until)) break;  // refresh or cancellation check due
+        }
         if (n.epoch != epoch_) return grpc::Status::OK;  // server stopping or restarting
         if (n.generation != seen) {
           seen = n.generation;
@@ -268,14 +258,14 @@ class DevicePluginServer::Service final : public v1beta1::DevicePlugin::Service 
     auto call = std::make_shared<BackendCall>();
     DevicePluginServer* owner = owner_;
     {
-      std::lock_guard<std::mutex> lock(owner->mu_);
+      MutexLock lock(&owner->mu_);
       ++owner->inflight_backend_calls_;
     }
     std::thread([owner, call, ids] {
       StatusOr<ContainerAllocation> result = owner->backend_->AllocateContainer(ids);
       bool abandoned;
       {
-        std::lock_guard<std::mutex> lock(call->mu);
+        MutexLock lock(&call->mu);
         abandoned = call->abandoned;
         if (abandoned) {
           spdlog::warn(
@@ -284,16 +274,16 @@ class DevicePluginServer::Service final : public v1beta1::DevicePlugin::Service 
         }
         call->result.emplace(std::move(result));
         call->done = true;
-        call->cv.notify_all();
+        call->cv.SignalAll();
       }
       // Notify under the lock: Stop() may destroy the owner as soon as it
       // sees zero, so nothing may touch `owner` after this block.
-      std::lock_guard<std::mutex> lock(owner->mu_);
+      MutexLock lock(&owner->mu_);
       --owner->inflight_backend_calls_;
-      owner->inflight_cv_.notify_all();
+      owner->inflight_cv_.SignalAll();
     }).detach();
 
-    std::unique_lock<std::mutex> lock(call->mu);
+    MutexLock lock(&call->mu);
     while (!call->done) {
       if (context->IsCancelled()) {
         call->abandoned = true;
@@ -310,7 +300,7 @@ class DevicePluginServer::Service final : public v1beta1::DevicePlugin::Service 
             " ms; the allocation continues in the background and kubelet's retry reuses its "
             "result; check migd's log for the slow step");
       }
-      call->cv.wait_until(lock, std::min(deadline, now + kCancelPoll));
+      call->cv.WaitUntil(&call->mu, std::min(deadline, now + kCancelPoll));
     }
     return std::move(*call->result);
   }
@@ -333,17 +323,17 @@ std::string DevicePluginServer::kubelet_socket_path() const {
 }
 
 int DevicePluginServer::registrations() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return registrations_;
 }
 
 int DevicePluginServer::serves() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return serves_;
 }
 
 Status DevicePluginServer::last_register_status() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return last_register_status_;
 }
 
@@ -384,7 +374,7 @@ StatusOr<std::unique_ptr<DevicePluginServer>> DevicePluginServer::Start(
 }
 
 Status DevicePluginServer::Serve() {
-  std::lock_guard<std::mutex> lock(serve_mu_);
+  MutexLock lock(&serve_mu_);
   const std::string path = socket_path();
   std::error_code ec;
   std::filesystem::create_directories(options_.plugin_dir, ec);
@@ -408,7 +398,7 @@ Status DevicePluginServer::Serve() {
   }
   uint64_t epoch;
   {
-    std::lock_guard<std::mutex> nlock(notifier_->mu);
+    MutexLock nlock(&notifier_->mu);
     epoch = notifier_->epoch;
   }
   auto service = std::make_unique<Service>(this, epoch);
@@ -424,7 +414,7 @@ Status DevicePluginServer::Serve() {
   our_socket_ = Identify(path);
   int serves;
   {
-    std::lock_guard<std::mutex> mlock(mu_);
+    MutexLock mlock(&mu_);
     serves = ++serves_;
   }
   spdlog::info(
@@ -434,12 +424,12 @@ Status DevicePluginServer::Serve() {
 }
 
 void DevicePluginServer::StopServing() {
-  std::lock_guard<std::mutex> lock(serve_mu_);
+  MutexLock lock(&serve_mu_);
   {
-    std::lock_guard<std::mutex> nlock(notifier_->mu);
+    MutexLock nlock(&notifier_->mu);
     ++notifier_->epoch;
+    notifier_->cv.SignalAll();
   }
-  notifier_->cv.notify_all();
   if (server_ != nullptr) {
     server_->Shutdown(std::chrono::system_clock::now() + kShutdownGrace);
     server_.reset();
@@ -459,7 +449,7 @@ Status DevicePluginServer::Register() {
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + options_.register_timeout);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (stopping_) return CancelledError("device plugin stopping");
     register_ctx_ = &context;
   }
@@ -477,126 +467,136 @@ Status DevicePluginServer::Register() {
     result = Status(static_cast<StatusCode>(static_cast<int>(s.error_code())),
                     "Register with kubelet at " + kubelet_socket_path() + ": " + s.error_message());
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   register_ctx_ = nullptr;
   last_register_status_ = result;
   if (result.ok()) ++registrations_;
   return result;
 }
 
-void DevicePluginServer::WatchLoop() {
-  const std::string kubelet_path = kubelet_socket_path();
-  const std::string our_path = socket_path();
-  int wd = -1;
-  FileId kubelet_seen = Identify(kubelet_path);
+struct DevicePluginServer::WatchState {
+  std::string kubelet_path;
+  std::string our_path;
+  int wd = -1;  // inotify watch of the plugin directory; -1 = not armed
+  FileId kubelet_seen;
   bool need_restart = false;
   bool need_register = true;
-  auto backoff = options_.register_retry_initial;
-  Clock::time_point next_attempt = Clock::now();
-  auto reset_backoff = [&] {
-    backoff = options_.register_retry_initial;
-    next_attempt = Clock::now();
-  };
+  std::chrono::milliseconds backoff{0};
+  Clock::time_point next_attempt;
 
+  void Retry(const DevicePluginOptions& o) {
+    next_attempt = Clock::now() + backoff;
+    backoff = std::min(backoff * 2, o.register_retry_max);
+  }
+  void Reset(const DevicePluginOptions& o) {
+    backoff = o.register_retry_initial;
+    next_attempt = Clock::now();
+  }
+};
+
+void DevicePluginServer::WatchLoop() {
+  WatchState w;
+  w.kubelet_path = kubelet_socket_path();
+  w.our_path = socket_path();
+  w.kubelet_seen = Identify(w.kubelet_path);
+  w.Reset(options_);
   while (true) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       if (stopping_) break;
     }
-    if (inotify_fd_ >= 0 && wd < 0) {
+    if (inotify_fd_ >= 0 && w.wd < 0) {
       // (Re-)arm: the directory may not exist yet or may have been replaced.
-      wd = ::inotify_add_watch(
+      w.wd = ::inotify_add_watch(
           inotify_fd_, options_.plugin_dir.c_str(),
           IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF);
     }
+    WatchRound(&w);
+    WatchWait(&w);
+  }
+}
 
-    // Detect kubelet restarts and the loss of our socket by file identity.
-    const FileId kubelet_now = Identify(kubelet_path);
-    if (kubelet_now.exists && !(kubelet_now == kubelet_seen)) {
-      if (kubelet_seen.exists || !need_register) {
-        spdlog::info("kubelet.sock recreated (kubelet restarted); re-registering{}",
-                     Fields().Add("path", kubelet_path));
-      }
-      kubelet_seen = kubelet_now;
-      need_restart = true;
-      need_register = true;
-      reset_backoff();
+void DevicePluginServer::WatchRound(WatchState* w) {
+  // Detect kubelet restarts and the loss of our socket by file identity.
+  const FileId kubelet_now = Identify(w->kubelet_path);
+  if (kubelet_now.exists && !(kubelet_now == w->kubelet_seen)) {
+    if (w->kubelet_seen.exists || !w->need_register) {
+      spdlog::info("kubelet.sock recreated (kubelet restarted); re-registering{}",
+                   Fields().Add("path", w->kubelet_path));
     }
-    {
-      std::lock_guard<std::mutex> lock(serve_mu_);
-      if (!need_restart && !(Identify(our_path) == our_socket_)) {
-        spdlog::info("device plugin socket removed or replaced; restarting and re-registering{}",
-                     Fields().Add("path", our_path));
-        need_restart = true;
-        need_register = true;
-        reset_backoff();
-      }
-    }
-
-    if (need_restart && Clock::now() >= next_attempt) {
-      StopServing();
-      Status s = Serve();
-      if (s.ok()) {
-        need_restart = false;
-      } else {
-        spdlog::error("cannot serve the device plugin socket; retrying{}",
-                      Fields().Add("error", s.ToString()).Add("retry_ms", backoff.count()));
-        next_attempt = Clock::now() + backoff;
-        backoff = std::min(backoff * 2, options_.register_retry_max);
-      }
-    }
-    if (!need_restart && need_register && Clock::now() >= next_attempt) {
-      const FileId kubelet_before = Identify(kubelet_path);
-      Status s = Register();
-      if (s.ok()) {
-        need_register = false;
-        if (kubelet_before.exists) kubelet_seen = kubelet_before;
-        backoff = options_.register_retry_initial;
-        spdlog::info(
-            "registered with kubelet{}",
-            Fields().Add("resource", options_.resource_name).Add("endpoint", options_.socket_name));
-      } else {
-        if (s.code() != StatusCode::kCancelled) {
-          spdlog::warn("device plugin registration failed; retrying{}",
-                       Fields().Add("error", s.ToString()).Add("retry_ms", backoff.count()));
-        }
-        next_attempt = Clock::now() + backoff;
-        backoff = std::min(backoff * 2, options_.register_retry_max);
-      }
-    }
-
-    // Sleep until an event, the stat() period, or the next retry.
-    auto timeout = options_.watch_period;
-    if (need_restart || need_register) {
-      const auto until_retry =
-          std::chrono::duration_cast<std::chrono::milliseconds>(next_attempt - Clock::now());
-      timeout = std::clamp(until_retry, std::chrono::milliseconds(0), timeout);
-    }
-    pollfd fds[2] = {{wake_fd_, POLLIN, 0}, {inotify_fd_, POLLIN, 0}};
-    const int nfds = inotify_fd_ >= 0 ? 2 : 1;
-    const int rc = ::poll(fds, nfds, static_cast<int>(timeout.count()));
-    if (rc > 0 && nfds == 2 && (fds[1].revents & POLLIN)) {
-      alignas(inotify_event) char buf[4096];
-      ssize_t n;
-      while ((n = ::read(inotify_fd_, buf, sizeof(buf))) > 0) {
-        for (char* p = buf; p < buf + n;) {
-          const auto* ev = reinterpret_cast<const inotify_event*>(p);
-          if (ev->mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF)) {
-            if (wd >= 0) ::inotify_rm_watch(inotify_fd_, wd);
-            wd = -1;
-          }
-          p += sizeof(inotify_event) + ev->len;
-        }
-      }
-      // The events only wake us up; the identity checks above decide.
+    w->kubelet_seen = kubelet_now;
+    w->need_restart = w->need_register = true;
+    w->Reset(options_);
+  }
+  {
+    MutexLock lock(&serve_mu_);
+    if (!w->need_restart && !(Identify(w->our_path) == our_socket_)) {
+      spdlog::info("device plugin socket removed or replaced; restarting and re-registering{}",
+                   Fields().Add("path", w->our_path));
+      w->need_restart = w->need_register = true;
+      w->Reset(options_);
     }
   }
+  if (w->need_restart && Clock::now() >= w->next_attempt) {
+    StopServing();
+    const Status s = Serve();
+    if (s.ok()) {
+      w->need_restart = false;
+    } else {
+      spdlog::error("cannot serve the device plugin socket; retrying{}",
+                    Fields().Add("error", s.ToString()).Add("retry_ms", w->backoff.count()));
+      w->Retry(options_);
+    }
+  }
+  if (w->need_restart || !w->need_register || Clock::now() < w->next_attempt) return;
+  const FileId kubelet_before = Identify(w->kubelet_path);
+  const Status s = Register();
+  if (s.ok()) {
+    w->need_register = false;
+    if (kubelet_before.exists) w->kubelet_seen = kubelet_before;
+    w->backoff = options_.register_retry_initial;
+    spdlog::info(
+        "registered with kubelet{}",
+        Fields().Add("resource", options_.resource_name).Add("endpoint", options_.socket_name));
+    return;
+  }
+  if (s.code() != StatusCode::kCancelled) {
+    spdlog::warn("device plugin registration failed; retrying{}",
+                 Fields().Add("error", s.ToString()).Add("retry_ms", w->backoff.count()));
+  }
+  w->Retry(options_);
+}
+
+void DevicePluginServer::WatchWait(WatchState* w) {
+  auto timeout = options_.watch_period;
+  if (w->need_restart || w->need_register) {
+    const auto until_retry =
+        std::chrono::duration_cast<std::chrono::milliseconds>(w->next_attempt - Clock::now());
+    timeout = std::clamp(until_retry, std::chrono::milliseconds(0), timeout);
+  }
+  pollfd fds[2] = {{wake_fd_, POLLIN, 0}, {inotify_fd_, POLLIN, 0}};
+  const int nfds = inotify_fd_ >= 0 ? 2 : 1;
+  const int rc = ::poll(fds, nfds, static_cast<int>(timeout.count()));
+  if (rc <= 0 || nfds != 2 || !(fds[1].revents & POLLIN)) return;
+  alignas(inotify_event) char buf[4096];
+  ssize_t n;
+  while ((n = ::read(inotify_fd_, buf, sizeof(buf))) > 0) {
+    for (char* p = buf; p < buf + n;) {
+      const auto* ev = reinterpret_cast<const inotify_event*>(p);
+      if (ev->mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF)) {
+        if (w->wd >= 0) ::inotify_rm_watch(inotify_fd_, w->wd);
+        w->wd = -1;
+      }
+      p += sizeof(inotify_event) + ev->len;
+    }
+  }
+  // The events only wake us up; WatchRound's identity checks decide.
 }
 
 void DevicePluginServer::Stop() {
   std::call_once(stop_once_, [this] {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       stopping_ = true;
       if (register_ctx_ != nullptr) register_ctx_->TryCancel();
     }
@@ -609,8 +609,10 @@ void DevicePluginServer::Stop() {
     {
       // Abandoned Allocate calls still use the backend; wait for them so
       // the caller may destroy it after Stop.
-      std::unique_lock<std::mutex> lock(mu_);
-      inflight_cv_.wait(lock, [this] { return inflight_backend_calls_ == 0; });
+      MutexLock lock(&mu_);
+      inflight_cv_.Wait(&mu_, [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return inflight_backend_calls_ == 0;
+      });
     }
     if (inotify_fd_ >= 0) ::close(inotify_fd_);
     if (wake_fd_ >= 0) ::close(wake_fd_);

@@ -74,13 +74,13 @@
 #include <sys/types.h>
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "k8s/allocation_backend.h"
 
@@ -155,31 +155,39 @@ class DevicePluginServer {
   std::string kubelet_socket_path() const;
   static FileId Identify(const std::string& path);
   // Removes a stale socket and serves a fresh one. REQUIRES: no server runs.
-  Status Serve();
+  Status Serve() ABSL_LOCKS_EXCLUDED(serve_mu_);
   // Ends streams and shuts the current server down, removes our socket if
   // it is still ours.
-  void StopServing();
-  Status Register();
+  void StopServing() ABSL_LOCKS_EXCLUDED(serve_mu_);
+  Status Register() ABSL_LOCKS_EXCLUDED(mu_);
   void WatchLoop();
+  // The watcher's state between rounds.
+  struct WatchState;
+  // One round of the watcher: detect a kubelet restart or the loss of our
+  // socket, restart serving and register as due.
+  void WatchRound(WatchState* w);
+  // Waits for an inotify event, a wake-up, the stat() period or the next
+  // retry, whichever comes first.
+  void WatchWait(WatchState* w);
 
   const DevicePluginOptions options_;
   AllocationBackend* const backend_;
   const std::shared_ptr<Notifier> notifier_;
 
   // Serialises Serve/StopServing/Stop (watcher thread vs. Stop).
-  std::mutex serve_mu_;
-  std::unique_ptr<Service> service_;      // GUARDED_BY(serve_mu_)
-  std::unique_ptr<grpc::Server> server_;  // GUARDED_BY(serve_mu_)
-  FileId our_socket_;                     // GUARDED_BY(serve_mu_)
+  Mutex serve_mu_;
+  std::unique_ptr<Service> service_ ABSL_GUARDED_BY(serve_mu_);
+  std::unique_ptr<grpc::Server> server_ ABSL_GUARDED_BY(serve_mu_);
+  FileId our_socket_ ABSL_GUARDED_BY(serve_mu_);
 
-  mutable std::mutex mu_;
-  bool stopping_ = false;                        // GUARDED_BY(mu_)
-  int registrations_ = 0;                        // GUARDED_BY(mu_)
-  int serves_ = 0;                               // GUARDED_BY(mu_)
-  Status last_register_status_;                  // GUARDED_BY(mu_)
-  grpc::ClientContext* register_ctx_ = nullptr;  // GUARDED_BY(mu_)
-  int inflight_backend_calls_ = 0;               // GUARDED_BY(mu_)
-  std::condition_variable inflight_cv_;
+  mutable Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  int registrations_ ABSL_GUARDED_BY(mu_) = 0;
+  int serves_ ABSL_GUARDED_BY(mu_) = 0;
+  Status last_register_status_ ABSL_GUARDED_BY(mu_);
+  grpc::ClientContext* register_ctx_ ABSL_GUARDED_BY(mu_) = nullptr;
+  int inflight_backend_calls_ ABSL_GUARDED_BY(mu_) = 0;
+  CondVar inflight_cv_;
 
   int wake_fd_ = -1;     // eventfd: Stop wakes the watcher
   int inotify_fd_ = -1;  // -1 when inotify is unavailable (stat only)

@@ -8,15 +8,14 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <condition_variable>
 #include <cstring>
 #include <functional>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "base/mutex.h"
 #include "k8s/testing/fake_kubelet.h"
 #include "testing/eventually.h"
 #include "testing/status_matchers.h"
@@ -41,61 +40,60 @@ constexpr auto kWait = std::chrono::seconds(30);
 class TestBackend : public AllocationBackend {
  public:
   std::vector<AdvertisedDevice> Devices() override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     return devices_;
   }
   StatusOr<ContainerAllocation> AllocateContainer(
       const std::vector<std::string>& device_ids) override {
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     calls_.push_back(device_ids);
-    cv_.notify_all();
-    cv_.wait(lock, [&] { return !gated_; });
+    cv_.SignalAll();
+    cv_.Wait(&mu_, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !gated_; });
     ++finished_;
-    cv_.notify_all();
+    cv_.SignalAll();
     if (!error_.ok()) return error_;
     return allocation_;
   }
 
   void SetDevices(std::vector<AdvertisedDevice> devices, bool notify = true) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       devices_ = std::move(devices);
     }
     if (notify) NotifyDevicesChanged();
   }
   void SetAllocation(ContainerAllocation a) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     allocation_ = std::move(a);
   }
   void SetError(Status s) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     error_ = std::move(s);
   }
   void SetGated(bool gated) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      gated_ = gated;
-    }
-    cv_.notify_all();
+    MutexLock lock(&mu_);
+    gated_ = gated;
+    cv_.SignalAll();
   }
   std::vector<std::vector<std::string>> calls() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     return calls_;
   }
   bool WaitForFinished(int n) {
-    std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, kWait, [&] { return finished_ >= n; });
+    MutexLock lock(&mu_);
+    return cv_.WaitFor(&mu_, kWait,
+                       [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return finished_ >= n; });
   }
 
  private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<AdvertisedDevice> devices_;
-  ContainerAllocation allocation_;
-  Status error_;
-  bool gated_ = false;
-  int finished_ = 0;
-  std::vector<std::vector<std::string>> calls_;
+  Mutex mu_;
+  CondVar cv_;
+  std::vector<AdvertisedDevice> devices_ ABSL_GUARDED_BY(mu_);
+  ContainerAllocation allocation_ ABSL_GUARDED_BY(mu_);
+  Status error_ ABSL_GUARDED_BY(mu_);
+  bool gated_ ABSL_GUARDED_BY(mu_) = false;
+  int finished_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<std::vector<std::string>> calls_ ABSL_GUARDED_BY(mu_);
 };
 
 AdvertisedDevice Dev(std::string id, bool healthy = true,
@@ -494,13 +492,17 @@ TEST_F(DevicePluginServerTest, RejectsBadOptions) {
   EXPECT_THAT(start([](auto& o) { o.socket_name = "kubelet.sock"; }), invalid("kubelet"));
   EXPECT_THAT(start([](auto& o) { o.socket_name = std::string(120, 's'); }),
               invalid("unix socket limit"));
-  EXPECT_THAT(start([](auto& o) { o.resource_name = "gpu"; }), invalid("domain/name"));
-  EXPECT_THAT(start([](auto& o) { o.resource_name = "nvidia.com/"; }), invalid("domain/name"));
-  EXPECT_THAT(start([](auto& o) { o.resource_name = "a/b/c"; }), invalid("domain/name"));
+  // kubelet's own rule (k8s/resource_name.h has the cases): a name kubelet
+  // would refuse fails here, not in an endless Register retry.
+  EXPECT_THAT(start([](auto& o) { o.resource_name = "gpu"; }), invalid("<domain>/<name>"));
+  EXPECT_THAT(start([](auto& o) { o.resource_name = "nvidia.com/"; }), invalid("name part"));
+  EXPECT_THAT(start([](auto& o) { o.resource_name = "a/b/c"; }), invalid("more than one '/'"));
   EXPECT_THAT(start([](auto& o) { o.resource_name = "kubernetes.io/gpu"; }),
               invalid("kubernetes.io"));
   EXPECT_THAT(start([](auto& o) { o.resource_name = "x.kubernetes.io/gpu"; }),
               invalid("kubernetes.io"));
+  EXPECT_THAT(start([](auto& o) { o.resource_name = "requests.nvidia.com/gpu"; }),
+              invalid("requests."));
   EXPECT_THAT(start([](auto& o) { o.allocate_timeout = std::chrono::milliseconds(0); }),
               invalid("positive"));
   EXPECT_THAT(start([](auto& o) { o.register_retry_max = std::chrono::milliseconds(1); }),
@@ -525,15 +527,27 @@ TEST_F(DevicePluginServerTest, FakeKubeletRejectsBadRegistrations) {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + kWait);
     v1beta1::Empty response;
-    return stub->Register(&context, request, &response).error_code();
+    return stub->Register(&context, request, &response);
   };
-  EXPECT_EQ(call("v1alpha", "x.sock", "nvidia.com/gpu"), grpc::StatusCode::INVALID_ARGUMENT);
-  EXPECT_EQ(call("v1beta1", "x.sock", "gpu"), grpc::StatusCode::INVALID_ARGUMENT);
-  EXPECT_EQ(call("v1beta1", "/abs/x.sock", "nvidia.com/gpu"), grpc::StatusCode::INVALID_ARGUMENT);
-  // Nobody serves x.sock: the dial-back fails and so does Register.
-  EXPECT_EQ(call("v1beta1", "x.sock", "nvidia.com/gpu"), grpc::StatusCode::UNAVAILABLE);
+  // kubelet answers with plain Go errors: gRPC UNKNOWN and its texts
+  // (pkg/kubelet/cm/devicemanager/plugin/v1beta1/api.go, client.go).
+  auto unknown = [](const grpc::Status& s, const std::string& text) {
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::UNKNOWN) << s.error_message();
+    EXPECT_THAT(s.error_message(), HasSubstr(text));
+  };
+  unknown(call("v1alpha", "x.sock", "nvidia.com/gpu"),
+          "requested API version \"v1alpha\" is not supported by kubelet. Supported version is "
+          "[\"v1beta1\"]");
+  unknown(call("v1beta1", "x.sock", "gpu"), "the ResourceName \"gpu\" is invalid");
+  unknown(call("v1beta1", "x.sock", "requests.nvidia.com/gpu"),
+          "the ResourceName \"requests.nvidia.com/gpu\" is invalid");
+  unknown(call("v1beta1", "x.sock", "Nvidia.com/gpu"), "the ResourceName \"Nvidia.com/gpu\"");
+  // The endpoint is joined to the directory unchecked; nobody serves it, so
+  // the dial-back fails and so does Register.
+  unknown(call("v1beta1", "/abs/x.sock", "nvidia.com/gpu"), "failed to dial device plugin");
+  unknown(call("v1beta1", "x.sock", "nvidia.com/gpu"), "failed to dial device plugin");
   EXPECT_TRUE(kubelet_->registrations().empty());
-  EXPECT_EQ(kubelet_->register_calls(), 4);
+  EXPECT_EQ(kubelet_->register_calls(), 6);
 }
 
 }  // namespace

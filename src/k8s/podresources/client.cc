@@ -33,8 +33,8 @@ PodResourcesEntry FromProto(const ::v1::PodResources& pod) {
 
 }  // namespace
 
-std::string PodResourcesSocketPath(const std::string& kubelet_dir) {
-  return kubelet_dir + "/pod-resources/kubelet.sock";
+std::string PodResourcesSocketPath(const std::string& pod_resources_dir) {
+  return pod_resources_dir + "/kubelet.sock";
 }
 
 struct PodResourcesClient::Channel {
@@ -60,7 +60,7 @@ StatusOr<std::vector<PodResourcesEntry>> PodResourcesClient::List() {
   }
   std::shared_ptr<Channel> ch;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (!channel_) {
       grpc::ChannelArguments args;
       args.SetMaxReceiveMessageSize(options_.max_response_bytes);

@@ -15,8 +15,8 @@
 // restarts would make every instance look unowned.
 //
 // Example:
-//   k8s::PodResourcesClient client({.socket_path =
-//   k8s::PodResourcesSocketPath("/var/lib/kubelet")});
+//   k8s::PodResourcesClient client(
+//       {.socket_path = k8s::PodResourcesSocketPath("/var/lib/kubelet/pod-resources")});
 //   MIGD_ASSIGN_OR_RETURN(std::vector<k8s::PodResourcesEntry> pods, client.List());
 //
 // Thread-safety: PodResourcesClient is thread-safe (one gRPC channel, created
@@ -26,10 +26,10 @@
 
 #include <chrono>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/status.h"
 
 namespace migd::k8s {
@@ -63,8 +63,10 @@ class PodResourcesLister {
   virtual StatusOr<std::vector<PodResourcesEntry>> List() = 0;
 };
 
-// <kubelet_dir>/pod-resources/kubelet.sock
-std::string PodResourcesSocketPath(const std::string& kubelet_dir);
+// <pod_resources_dir>/kubelet.sock. The directory follows kubelet's
+// --root-dir (pkg/kubelet/kubelet_getters.go getPodResourcesDir:
+// <root-dir>/pod-resources), unlike the device-plugin directory.
+std::string PodResourcesSocketPath(const std::string& pod_resources_dir);
 
 struct PodResourcesClientOptions {
   std::string socket_path;  // absolute path of kubelet's pod-resources socket
@@ -90,8 +92,8 @@ class PodResourcesClient final : public PodResourcesLister {
  private:
   struct Channel;
   PodResourcesClientOptions options_;
-  std::mutex mu_;
-  std::shared_ptr<Channel> channel_;  // guarded by mu_; created on first use
+  Mutex mu_;
+  std::shared_ptr<Channel> channel_ ABSL_GUARDED_BY(mu_);  // created on first use
 };
 
 }  // namespace migd::k8s

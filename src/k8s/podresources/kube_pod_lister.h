@@ -6,8 +6,9 @@
 // as HAMi's containerIndex counts them.
 //
 // Errors: the client's (kUnavailable for an unreachable API server, ...);
-// kDataLoss naming the pod for a PodList item without namespace/name/uid or
-// with an undecodable hami.io/vgpu-mig-allocations (the codec's message).
+// kDataLoss in JsonReader's style for a PodList item without namespace, name
+// or uid, and naming the pod for an undecodable
+// hami.io/vgpu-mig-allocations (the codec's message).
 //
 // Thread-safety: as thread-safe as the KubeClient (which is).
 #ifndef MIGD_K8S_PODRESOURCES_KUBE_POD_LISTER_H_

@@ -88,14 +88,14 @@ TEST_F(KubeHamiPodListerTest, UndecodableAnnotationIsDataLoss) {
   server_.AddPod(
       testing::MakePod(Spec("bad", "u", "n", {{"hami.io/vgpu-mig-allocations", "{not json"}})));
   KubeHamiPodLister lister(*client_, "n");
-  EXPECT_THAT(
-      lister.ListNodePods(),
-      StatusIs(StatusCode::kDataLoss, HasSubstr("default/bad: hami.io/vgpu-mig-allocations")));
+  EXPECT_THAT(lister.ListNodePods(),
+              StatusIs(StatusCode::kDataLoss,
+                       HasSubstr("pod default/bad: hami.io/vgpu-mig-allocations: not valid JSON")));
 }
 
 TEST_F(KubeHamiPodListerTest, PodWithoutUidIsDataLoss) {
   EXPECT_THAT(HamiNodePodFromJson(testing::MakePod(Spec("p", "", "n"))),
-              StatusIs(StatusCode::kDataLoss, HasSubstr("uid")));
+              StatusIs(StatusCode::kDataLoss, HasSubstr("/metadata/uid: expected the pod's uid")));
 }
 
 TEST_F(KubeHamiPodListerTest, ApiServerErrorsPassThrough) {

@@ -7,6 +7,8 @@
 #include <system_error>
 #include <utility>
 
+#include "k8s/resource_name.h"
+
 namespace migd::k8s::testing {
 namespace {
 
@@ -38,7 +40,7 @@ FakeKubelet::~FakeKubelet() { Stop(); }
 StatusOr<std::unique_ptr<FakeKubelet>> FakeKubelet::Start(const std::string& plugin_dir,
                                                           std::chrono::milliseconds dial_timeout) {
   std::unique_ptr<FakeKubelet> kubelet(new FakeKubelet(plugin_dir, dial_timeout));
-  std::lock_guard<std::mutex> lock(kubelet->server_mu_);
+  MutexLock lock(&kubelet->server_mu_);
   Status s = kubelet->Serve();
   if (!s.ok()) return s;
   return kubelet;
@@ -66,17 +68,17 @@ void FakeKubelet::StopServer() {
   // The kubelet process is gone: so are its connections to the plugin.
   std::unique_ptr<Endpoint> endpoint;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     endpoint = std::move(endpoint_);
     ++stream_generation_;
     stream_open_ = false;
+    cv_.SignalAll();
   }
-  cv_.notify_all();
   StopEndpoint(std::move(endpoint));
 }
 
 Status FakeKubelet::Restart(bool cleanup_plugin_sockets) {
-  std::lock_guard<std::mutex> lock(server_mu_);
+  MutexLock lock(&server_mu_);
   StopServer();
   ::unlink(kubelet_socket().c_str());
   if (cleanup_plugin_sockets) {
@@ -94,7 +96,7 @@ Status FakeKubelet::Restart(bool cleanup_plugin_sockets) {
 }
 
 void FakeKubelet::Stop() {
-  std::lock_guard<std::mutex> lock(server_mu_);
+  MutexLock lock(&server_mu_);
   StopServer();
   ::unlink(kubelet_socket().c_str());
 }
@@ -105,156 +107,170 @@ void FakeKubelet::StopEndpoint(std::unique_ptr<Endpoint> endpoint) {
   if (endpoint->stream_thread.joinable()) endpoint->stream_thread.join();
 }
 
-grpc::Status FakeKubelet::HandleRegister(const v1beta1::RegisterRequest& request) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    ++register_calls_;
-    if (register_failure_) {
-      cv_.notify_all();
-      return *register_failure_;
-    }
-  }
-  cv_.notify_all();
-  // kubelet's validation (plugin/v1beta1/server.go).
+grpc::Status FakeKubelet::Validate(const v1beta1::RegisterRequest& request) {
+  // kubelet's Register (pkg/kubelet/cm/devicemanager/plugin/v1beta1/server.go)
+  // returns plain Go errors, which gRPC answers as UNKNOWN, with the texts
+  // of api.go's errUnsupportedVersion and errInvalidResourceName. It does not
+  // check the endpoint: it joins it to the socket directory and dials.
   if (request.version() != "v1beta1") {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                        "unsupported device plugin version " + request.version());
+    return grpc::Status(grpc::StatusCode::UNKNOWN,
+                        "requested API version \"" + request.version() +
+                            "\" is not supported by kubelet. Supported version is [\"v1beta1\"]");
   }
-  const std::string& name = request.resource_name();
-  const size_t slash = name.find('/');
-  if (slash == std::string::npos || slash == 0 || slash + 1 == name.size() ||
-      name.substr(0, slash) == "kubernetes.io") {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                        "invalid extended resource name " + name);
+  if (!CheckExtendedResourceName(request.resource_name()).ok()) {
+    return grpc::Status(grpc::StatusCode::UNKNOWN,
+                        "the ResourceName \"" + request.resource_name() + "\" is invalid");
   }
-  if (request.endpoint().empty() || request.endpoint().find('/') != std::string::npos) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                        "endpoint must be a socket file name, got '" + request.endpoint() + "'");
-  }
+  return grpc::Status::OK;
+}
 
-  std::lock_guard<std::mutex> register_lock(register_mu_);
-  // Dial back synchronously, inside Register, as kubelet does.
+StatusOr<std::unique_ptr<FakeKubelet::Endpoint>> FakeKubelet::Dial(
+    const std::string& endpoint_name, v1beta1::DevicePluginOptions* options) {
+  // kubelet's client.go dial (blocking, 10 s) and manager.go PluginConnected
+  // (GetDevicePluginOptions); both failures fail Register.
   auto endpoint = std::make_unique<Endpoint>();
-  endpoint->channel = grpc::CreateChannel("unix://" + plugin_dir_ + "/" + request.endpoint(),
-                                          grpc::InsecureChannelCredentials());
+  const std::string path = plugin_dir_ + "/" + endpoint_name;
+  endpoint->channel = grpc::CreateChannel("unix://" + path, grpc::InsecureChannelCredentials());
   if (!endpoint->channel->WaitForConnected(In(dial_timeout_))) {
-    return grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                        "cannot dial the plugin at " + request.endpoint());
+    return Status(StatusCode::kUnknown,
+                  "failed to dial device plugin: context deadline exceeded (" + path + ")");
   }
   endpoint->stub = v1beta1::DevicePlugin::NewStub(endpoint->channel);
-  v1beta1::DevicePluginOptions options;
-  {
-    grpc::ClientContext context;
-    context.set_deadline(In(dial_timeout_));
-    grpc::Status s = endpoint->stub->GetDevicePluginOptions(&context, v1beta1::Empty(), &options);
-    if (!s.ok()) {
-      return grpc::Status(s.error_code(), "GetDevicePluginOptions: " + s.error_message());
-    }
+  grpc::ClientContext context;
+  context.set_deadline(In(dial_timeout_));
+  const grpc::Status s =
+      endpoint->stub->GetDevicePluginOptions(&context, v1beta1::Empty(), options);
+  if (!s.ok()) {
+    return Status(StatusCode::kUnknown,
+                  "failed to get device plugin options: " + s.error_message());
   }
+  return endpoint;
+}
 
-  // Open ListAndWatch and keep the latest list.
-  endpoint->stream_context = std::make_unique<grpc::ClientContext>();
-  std::unique_ptr<Endpoint> old;
-  uint64_t generation;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    old = std::move(endpoint_);
-    generation = ++stream_generation_;
-    // Wait* helpers then see only lists from this registration's stream.
-    devices_.clear();
-    stream_open_ = false;
-  }
-  cv_.notify_all();
-  StopEndpoint(std::move(old));
-  Endpoint* ep = endpoint.get();
+void FakeKubelet::OpenStream(Endpoint* ep, uint64_t generation) {
+  ep->stream_context = std::make_unique<grpc::ClientContext>();
   ep->stream_thread = std::thread([this, ep, generation] {
     auto reader = ep->stub->ListAndWatch(ep->stream_context.get(), v1beta1::Empty());
     v1beta1::ListAndWatchResponse response;
     while (reader->Read(&response)) {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       ++list_updates_;
       if (generation == stream_generation_) {
         stream_open_ = true;
         devices_.assign(response.devices().begin(), response.devices().end());
       }
-      cv_.notify_all();
+      cv_.SignalAll();
     }
     reader->Finish().ok();
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (generation == stream_generation_) stream_open_ = false;
-    cv_.notify_all();
+    cv_.SignalAll();
   });
+}
+
+grpc::Status FakeKubelet::HandleRegister(const v1beta1::RegisterRequest& request) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    endpoint_ = std::move(endpoint);
-    registrations_.push_back(request);
-    dialed_options_ = options;
+    MutexLock lock(&mu_);
+    ++register_calls_;
+    cv_.SignalAll();
+    if (register_failure_) return *register_failure_;
   }
-  cv_.notify_all();
+  if (grpc::Status s = Validate(request); !s.ok()) return s;
+
+  MutexLock register_lock(&register_mu_);
+  v1beta1::DevicePluginOptions options;
+  StatusOr<std::unique_ptr<Endpoint>> endpoint = Dial(request.endpoint(), &options);
+  if (!endpoint.ok()) {
+    return grpc::Status(grpc::StatusCode::UNKNOWN, std::string(endpoint.status().message()));
+  }
+  // A new registration of the resource replaces the endpoint (kubelet's
+  // registerEndpoint), ending the old stream.
+  std::unique_ptr<Endpoint> old;
+  uint64_t generation;
+  {
+    MutexLock lock(&mu_);
+    old = std::move(endpoint_);
+    generation = ++stream_generation_;
+    // Wait* helpers then see only lists from this registration's stream.
+    devices_.clear();
+    stream_open_ = false;
+    cv_.SignalAll();
+  }
+  StopEndpoint(std::move(old));
+  OpenStream(endpoint->get(), generation);
+  MutexLock lock(&mu_);
+  endpoint_ = std::move(*endpoint);
+  registrations_.push_back(request);
+  dialed_options_ = options;
+  cv_.SignalAll();
   return grpc::Status::OK;
 }
 
 void FakeKubelet::SetRegisterFailure(std::optional<grpc::Status> status) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   register_failure_ = std::move(status);
 }
 
 std::vector<v1beta1::RegisterRequest> FakeKubelet::registrations() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return registrations_;
 }
 
 int FakeKubelet::register_calls() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return register_calls_;
 }
 
 std::optional<v1beta1::DevicePluginOptions> FakeKubelet::dialed_options() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return dialed_options_;
 }
 
 std::vector<v1beta1::Device> FakeKubelet::devices() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return devices_;
 }
 
 int FakeKubelet::list_updates() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return list_updates_;
 }
 
 bool FakeKubelet::stream_open() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return stream_open_;
 }
 
 bool FakeKubelet::WaitFor(const std::function<bool()>& condition,
                           std::chrono::milliseconds timeout) const {
-  std::unique_lock<std::mutex> lock(mu_);
-  return cv_.wait_for(lock, timeout, condition);
+  MutexLock lock(&mu_);
+  return cv_.WaitFor(&mu_, timeout, condition);
 }
 
 bool FakeKubelet::WaitForRegistration(int n, std::chrono::milliseconds timeout) const {
-  return WaitFor([&] { return static_cast<int>(registrations_.size()) >= n; }, timeout);
+  return WaitFor([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(
+                     mu_) { return static_cast<int>(registrations_.size()) >= n; },
+                 timeout);
 }
 
 bool FakeKubelet::WaitForDevices(
     const std::function<bool(const std::vector<v1beta1::Device>&)>& predicate,
     std::chrono::milliseconds timeout) const {
-  return WaitFor([&] { return stream_open_ && predicate(devices_); }, timeout);
+  return WaitFor(
+      [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stream_open_ && predicate(devices_); },
+      timeout);
 }
 
 bool FakeKubelet::WaitForListUpdates(int n, std::chrono::milliseconds timeout) const {
-  return WaitFor([&] { return list_updates_ >= n; }, timeout);
+  return WaitFor([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return list_updates_ >= n; }, timeout);
 }
 
 bool FakeKubelet::WaitForStreamClosed(std::chrono::milliseconds timeout) const {
-  return WaitFor([&] { return !stream_open_; }, timeout);
+  return WaitFor([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !stream_open_; }, timeout);
 }
 
 std::shared_ptr<grpc::Channel> FakeKubelet::CurrentChannel() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return endpoint_ == nullptr ? nullptr : endpoint_->channel;
 }
 

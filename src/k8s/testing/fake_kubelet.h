@@ -3,10 +3,15 @@
 // FakeKubelet: the kubelet side of the device plugin API v1beta1 over real
 // unix sockets in a (temp) directory, behaving as kubelet does
 // (shared/reference/kubelet-apis.md §1.4–§1.8):
-//   - serves Registration on <dir>/kubelet.sock; Register validates version
-//     and resource name, then DIALS BACK <dir>/<endpoint> synchronously
-//     (blocking dial, 10 s) and calls GetDevicePluginOptions; if either fails,
-//     Register fails. On success it records the request and opens
+//   - serves Registration on <dir>/kubelet.sock; Register checks the
+//     version and the resource name with kubelet's own rules
+//     (k8s/resource_name.h) and answers as kubelet does (UNKNOWN with
+//     kubelet's error text, e.g. `the ResourceName "gpu" is invalid`), then
+//     DIALS BACK <dir>/<endpoint> synchronously (blocking dial, 10 s; the
+//     endpoint is joined to the directory unchecked, as kubelet does) and
+//     calls GetDevicePluginOptions; if either fails, Register fails with
+//     UNKNOWN "failed to dial device plugin: …" / "failed to get device
+//     plugin options: …". On success it records the request and opens
 //     ListAndWatch, keeping the latest full list (a new registration of the
 //     same resource replaces the previous stream, as kubelet replaces the
 //     endpoint);
@@ -28,15 +33,14 @@
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
-#include <condition_variable>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1/api.grpc.pb.h"
 
@@ -109,34 +113,44 @@ class FakeKubelet {
   };
 
   FakeKubelet(std::string plugin_dir, std::chrono::milliseconds dial_timeout);
-  Status Serve();
-  void StopServer();
+  Status Serve() ABSL_EXCLUSIVE_LOCKS_REQUIRED(server_mu_);
+  void StopServer() ABSL_EXCLUSIVE_LOCKS_REQUIRED(server_mu_);
   // Register's body, on a gRPC handler thread.
-  grpc::Status HandleRegister(const v1beta1::RegisterRequest& request);
+  grpc::Status HandleRegister(const v1beta1::RegisterRequest& request)
+      ABSL_LOCKS_EXCLUDED(mu_, register_mu_);
+  // kubelet's checks of the request (version, resource name).
+  static grpc::Status Validate(const v1beta1::RegisterRequest& request);
+  // The dial-back and GetDevicePluginOptions.
+  StatusOr<std::unique_ptr<Endpoint>> Dial(const std::string& endpoint_name,
+                                           v1beta1::DevicePluginOptions* options);
+  // Opens ListAndWatch on `ep` for the registration `generation`.
+  void OpenStream(Endpoint* ep, uint64_t generation);
   void StopEndpoint(std::unique_ptr<Endpoint> endpoint);
   std::shared_ptr<grpc::Channel> CurrentChannel() const;
-  bool WaitFor(const std::function<bool()>& condition, std::chrono::milliseconds timeout) const;
+  // Waits (holding mu_ while `condition` runs) until it holds or `timeout`.
+  bool WaitFor(const std::function<bool()>& condition, std::chrono::milliseconds timeout) const
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   const std::string plugin_dir_;
   const std::chrono::milliseconds dial_timeout_;
-  std::unique_ptr<Registration> service_;
-  std::unique_ptr<grpc::Server> server_;
-  std::mutex server_mu_;  // serialises Serve/StopServer/Restart/Stop
+  Mutex server_mu_;  // serialises Serve/StopServer/Restart/Stop
+  std::unique_ptr<Registration> service_ ABSL_GUARDED_BY(server_mu_);
+  std::unique_ptr<grpc::Server> server_ ABSL_GUARDED_BY(server_mu_);
 
-  mutable std::mutex mu_;
-  mutable std::condition_variable cv_;
-  std::optional<grpc::Status> register_failure_;                // GUARDED_BY(mu_)
-  std::vector<v1beta1::RegisterRequest> registrations_;         // GUARDED_BY(mu_)
-  int register_calls_ = 0;                                      // GUARDED_BY(mu_)
-  std::optional<v1beta1::DevicePluginOptions> dialed_options_;  // GUARDED_BY(mu_)
-  std::vector<v1beta1::Device> devices_;                        // GUARDED_BY(mu_)
-  int list_updates_ = 0;                                        // GUARDED_BY(mu_)
-  bool stream_open_ = false;                                    // GUARDED_BY(mu_)
-  uint64_t stream_generation_ = 0;                              // GUARDED_BY(mu_)
-  std::unique_ptr<Endpoint> endpoint_;                          // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  mutable CondVar cv_;
+  std::optional<grpc::Status> register_failure_ ABSL_GUARDED_BY(mu_);
+  std::vector<v1beta1::RegisterRequest> registrations_ ABSL_GUARDED_BY(mu_);
+  int register_calls_ ABSL_GUARDED_BY(mu_) = 0;
+  std::optional<v1beta1::DevicePluginOptions> dialed_options_ ABSL_GUARDED_BY(mu_);
+  std::vector<v1beta1::Device> devices_ ABSL_GUARDED_BY(mu_);
+  int list_updates_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stream_open_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t stream_generation_ ABSL_GUARDED_BY(mu_) = 0;
+  std::unique_ptr<Endpoint> endpoint_ ABSL_GUARDED_BY(mu_);
   // Serialises registrations (kubelet handles them one at a time per
   // resource) without holding mu_ during the dial-back.
-  std::mutex register_mu_;
+  Mutex register_mu_;
 };
 
 }  // namespace migd::k8s::testing

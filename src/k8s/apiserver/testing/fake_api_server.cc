@@ -2,8 +2,11 @@
 
 #include <httplib.h>
 
+#include <cctype>
 #include <chrono>
 #include <exception>
+
+#include "base/mutex.h"
 
 namespace migd::k8s::testing {
 namespace {
@@ -41,6 +44,20 @@ std::string ReasonOf(int code) {
   }
 }
 
+// The RBAC verb and resource a request needs: a GET of a collection is
+// "list", of an object "get"; PATCH is "patch".
+std::string VerbOf(const httplib::Request& req) {
+  const std::string& p = req.path;
+  const bool nodes = p.rfind("/api/v1/nodes", 0) == 0;
+  const std::string resource = nodes ? "nodes" : "pods";
+  const bool collection = p == "/api/v1/pods" || p == "/api/v1/nodes" ||
+                          (p.size() > 5 && p.compare(p.size() - 5, 5, "/pods") == 0);
+  if (req.method == "GET") return (collection ? "list " : "get ") + resource;
+  std::string verb = req.method;
+  for (char& c : verb) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return verb + " " + resource;
+}
+
 void Reply(httplib::Response& res, int code, const Json& body) {
   res.status = code;
   res.set_content(body.dump(), "application/json");
@@ -63,36 +80,49 @@ Json MakePod(const PodSpec& spec) {
   for (const auto& [k, v] : spec.annotations) pod["metadata"]["annotations"][k] = v;
   pod["spec"]["nodeName"] = spec.node;
   pod["spec"]["schedulerName"] = "hami-scheduler";
+  auto container = [&spec](const std::string& name, const char* image) {
+    Json c{{"name", name}, {"image", image}};
+    auto it = spec.limits.find(name);
+    if (it != spec.limits.end()) {
+      for (const auto& [resource, quantity] : it->second) {
+        c["resources"]["limits"][resource] = quantity;
+        c["resources"]["requests"][resource] = quantity;
+      }
+    }
+    return c;
+  };
   for (const std::string& c : spec.containers) {
-    pod["spec"]["containers"].push_back({{"name", c}, {"image", "cuda:12"}});
+    pod["spec"]["containers"].push_back(container(c, "cuda:12"));
   }
   for (const std::string& c : spec.init_containers) {
-    pod["spec"]["initContainers"].push_back({{"name", c}, {"image", "busybox"}});
+    pod["spec"]["initContainers"].push_back(container(c, "busybox"));
   }
   pod["status"]["phase"] = spec.phase;
   return pod;
 }
 
 struct FakeApiServer::Impl {
-  mutable std::mutex mu;
-  uint64_t rv = 100;
-  std::map<std::pair<std::string, std::string>, Json> pods;
-  std::map<std::string, Json> nodes;
-  std::string token;
-  int fail_count = 0;
-  int fail_code = 0;
-  size_t padding = 0;
-  std::map<std::string, int> requests;
-  int conflicts = 0;
-  std::function<void(const std::string&, const std::string&)> before_patch;
-  std::function<void(const std::string&)> before_node_patch;
+  mutable Mutex mu;
+  uint64_t rv ABSL_GUARDED_BY(mu) = 100;
+  std::map<std::pair<std::string, std::string>, Json> pods ABSL_GUARDED_BY(mu);
+  std::map<std::string, Json> nodes ABSL_GUARDED_BY(mu);
+  std::string token ABSL_GUARDED_BY(mu);
+  int fail_count ABSL_GUARDED_BY(mu) = 0;
+  int fail_code ABSL_GUARDED_BY(mu) = 0;
+  size_t padding ABSL_GUARDED_BY(mu) = 0;
+  std::map<std::string, int> requests ABSL_GUARDED_BY(mu);
+  std::set<std::string> verbs ABSL_GUARDED_BY(mu);
+  int conflicts ABSL_GUARDED_BY(mu) = 0;
+  std::function<void(const std::string&, const std::string&)> before_patch ABSL_GUARDED_BY(mu);
+  std::function<void(const std::string&)> before_node_patch ABSL_GUARDED_BY(mu);
 
-  std::string NextRv() { return std::to_string(++rv); }
+  std::string NextRv() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return std::to_string(++rv); }
 
   // Common checks; false if a reply was written.
   bool Admit(const httplib::Request& req, httplib::Response& res) {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(&mu);
     ++requests[req.method];
+    verbs.insert(VerbOf(req));
     if (!token.empty() && req.get_header_value("Authorization") != "Bearer " + token) {
       Error(res, 401, "Unauthorized");
       return false;
@@ -105,7 +135,8 @@ struct FakeApiServer::Impl {
     return true;
   }
 
-  Json ListLocked(const std::string& ns, const std::string& selector) {
+  Json ListLocked(const std::string& ns, const std::string& selector)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     std::string node;
     if (!selector.empty()) {
       const std::string prefix = "spec.nodeName=";
@@ -126,7 +157,7 @@ struct FakeApiServer::Impl {
 
   // Merge patch with the optimistic-concurrency check. Returns the HTTP code.
   int PatchLocked(Json& obj, const httplib::Request& req, httplib::Response& res,
-                  const std::string& what) {
+                  const std::string& what) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     if (req.get_header_value("Content-Type").rfind("application/merge-patch+json", 0) != 0) {
       Error(res, 415, "the body of the request was in an unknown format");
       return 415;
@@ -159,6 +190,44 @@ struct FakeApiServer::Impl {
     Reply(res, 200, obj);
     return 200;
   }
+
+  // PATCH /api/v1/namespaces/{ns}/pods/{name}, after the test's hook.
+  void PatchPod(const httplib::Request& req, httplib::Response& res) ABSL_LOCKS_EXCLUDED(mu) {
+    const std::string ns = req.matches[1], name = req.matches[2];
+    std::function<void(const std::string&, const std::string&)> hook;
+    {
+      MutexLock lock(&mu);
+      hook = std::move(before_patch);
+      before_patch = nullptr;
+    }
+    if (hook) hook(ns, name);
+    MutexLock lock(&mu);
+    auto it = pods.find({ns, name});
+    if (it == pods.end()) {
+      Error(res, 404, "pods \"" + name + "\" not found");
+      return;
+    }
+    PatchLocked(it->second, req, res, "pods \"" + name + "\"");
+  }
+
+  // PATCH /api/v1/nodes/{name}, after the test's hook.
+  void PatchNode(const httplib::Request& req, httplib::Response& res) ABSL_LOCKS_EXCLUDED(mu) {
+    const std::string name = req.matches[1];
+    std::function<void(const std::string&)> hook;
+    {
+      MutexLock lock(&mu);
+      hook = std::move(before_node_patch);
+      before_node_patch = nullptr;
+    }
+    if (hook) hook(name);
+    MutexLock lock(&mu);
+    auto it = nodes.find(name);
+    if (it == nodes.end()) {
+      Error(res, 404, "nodes \"" + name + "\" not found");
+      return;
+    }
+    PatchLocked(it->second, req, res, "nodes \"" + name + "\"");
+  }
 };
 
 FakeApiServer::FakeApiServer() : impl_(std::make_unique<Impl>()) {}
@@ -181,7 +250,7 @@ bool FakeApiServer::Start() {
   auto list = [impl](const httplib::Request& req, httplib::Response& res) {
     if (!impl->Admit(req, res)) return;
     const std::string ns = req.matches.size() > 1 ? std::string(req.matches[1]) : "";
-    std::lock_guard<std::mutex> lock(impl->mu);
+    MutexLock lock(&impl->mu);
     Reply(res, 200, impl->ListLocked(ns, req.get_param_value("fieldSelector")));
   };
   server_->Get(R"(/api/v1/pods)", list);
@@ -189,7 +258,7 @@ bool FakeApiServer::Start() {
   server_->Get(R"(/api/v1/namespaces/([^/]+)/pods/([^/]+))",
                [impl](const httplib::Request& req, httplib::Response& res) {
                  if (!impl->Admit(req, res)) return;
-                 std::lock_guard<std::mutex> lock(impl->mu);
+                 MutexLock lock(&impl->mu);
                  auto it = impl->pods.find({req.matches[1], req.matches[2]});
                  if (it == impl->pods.end()) {
                    Error(res, 404, "pods \"" + std::string(req.matches[2]) + "\" not found");
@@ -199,27 +268,12 @@ bool FakeApiServer::Start() {
                });
   server_->Patch(R"(/api/v1/namespaces/([^/]+)/pods/([^/]+))",
                  [impl](const httplib::Request& req, httplib::Response& res) {
-                   if (!impl->Admit(req, res)) return;
-                   const std::string ns = req.matches[1], name = req.matches[2];
-                   std::function<void(const std::string&, const std::string&)> hook;
-                   {
-                     std::lock_guard<std::mutex> lock(impl->mu);
-                     hook = std::move(impl->before_patch);
-                     impl->before_patch = nullptr;
-                   }
-                   if (hook) hook(ns, name);
-                   std::lock_guard<std::mutex> lock(impl->mu);
-                   auto it = impl->pods.find({ns, name});
-                   if (it == impl->pods.end()) {
-                     Error(res, 404, "pods \"" + name + "\" not found");
-                     return;
-                   }
-                   impl->PatchLocked(it->second, req, res, "pods \"" + name + "\"");
+                   if (impl->Admit(req, res)) impl->PatchPod(req, res);
                  });
   server_->Get(R"(/api/v1/nodes/([^/]+))",
                [impl](const httplib::Request& req, httplib::Response& res) {
                  if (!impl->Admit(req, res)) return;
-                 std::lock_guard<std::mutex> lock(impl->mu);
+                 MutexLock lock(&impl->mu);
                  auto it = impl->nodes.find(req.matches[1]);
                  if (it == impl->nodes.end()) {
                    Error(res, 404, "nodes \"" + std::string(req.matches[1]) + "\" not found");
@@ -229,22 +283,7 @@ bool FakeApiServer::Start() {
                });
   server_->Patch(R"(/api/v1/nodes/([^/]+))",
                  [impl](const httplib::Request& req, httplib::Response& res) {
-                   if (!impl->Admit(req, res)) return;
-                   const std::string name = req.matches[1];
-                   std::function<void(const std::string&)> hook;
-                   {
-                     std::lock_guard<std::mutex> lock(impl->mu);
-                     hook = std::move(impl->before_node_patch);
-                     impl->before_node_patch = nullptr;
-                   }
-                   if (hook) hook(name);
-                   std::lock_guard<std::mutex> lock(impl->mu);
-                   auto it = impl->nodes.find(name);
-                   if (it == impl->nodes.end()) {
-                     Error(res, 404, "nodes \"" + name + "\" not found");
-                     return;
-                   }
-                   impl->PatchLocked(it->second, req, res, "nodes \"" + name + "\"");
+                   if (impl->Admit(req, res)) impl->PatchNode(req, res);
                  });
   port_ = server_->bind_to_any_port("127.0.0.1");
   if (port_ <= 0) return false;
@@ -267,12 +306,12 @@ std::string FakeApiServer::url() const {
 }
 
 void FakeApiServer::RequireToken(const std::string& token) {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  MutexLock lock(&impl_->mu);
   impl_->token = token;
 }
 
 void FakeApiServer::AddPod(const nlohmann::json& pod) {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  MutexLock lock(&impl_->mu);
   Json p = pod;
   p["metadata"]["resourceVersion"] = impl_->NextRv();
   p["metadata"]["creationTimestamp"] = "2026-11-29T10:00:00Z";
@@ -283,7 +322,7 @@ void FakeApiServer::AddPod(const nlohmann::json& pod) {
 
 void FakeApiServer::AddNode(const std::string& name,
                             const std::map<std::string, std::string>& annotations) {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  MutexLock lock(&impl_->mu);
   Json n{{"apiVersion", "v1"}, {"kind", "Node"}};
   n["metadata"] = {{"name", name},
                    {"uid", "node-uid-" + name},
@@ -295,14 +334,14 @@ void FakeApiServer::AddNode(const std::string& name,
 }
 
 bool FakeApiServer::DeletePod(const std::string& ns, const std::string& name) {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  MutexLock lock(&impl_->mu);
   ++impl_->rv;
   return impl_->pods.erase({ns, name}) > 0;
 }
 
 bool FakeApiServer::UpdatePod(const std::string& ns, const std::string& name,
                               const std::function<void(nlohmann::json&)>& fn) {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  MutexLock lock(&impl_->mu);
   auto it = impl_->pods.find({ns, name});
   if (it == impl_->pods.end()) return false;
   fn(it->second);
@@ -312,7 +351,7 @@ bool FakeApiServer::UpdatePod(const std::string& ns, const std::string& name,
 
 bool FakeApiServer::UpdateNode(const std::string& name,
                                const std::function<void(nlohmann::json&)>& fn) {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  MutexLock lock(&impl_->mu);
   auto it = impl_->nodes.find(name);
   if (it == impl_->nodes.end()) return false;
   fn(it->second);
@@ -322,14 +361,14 @@ bool FakeApiServer::UpdateNode(const std::string& name,
 
 std::optional<nlohmann::json> FakeApiServer::GetPod(const std::string& ns,
                                                     const std::string& name) const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  MutexLock lock(&impl_->mu);
   auto it = impl_->pods.find({ns, name});
   if (it == impl_->pods.end()) return std::nullopt;
   return it->second;
 }
 
 std::optional<nlohmann::json> FakeApiServer::GetNode(const std::string& name) const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  MutexLock lock(&impl_->mu);
   auto it = impl_->nodes.find(name);
   if (it == impl_->nodes.end()) return std::nullopt;
   return it->second;
@@ -359,35 +398,40 @@ std::optional<std::string> FakeApiServer::NodeAnnotation(const std::string& name
 }
 
 void FakeApiServer::FailNext(int count, int code) {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  MutexLock lock(&impl_->mu);
   impl_->fail_count = count;
   impl_->fail_code = code;
 }
 
 void FakeApiServer::SetBeforePodPatch(
     std::function<void(const std::string& ns, const std::string& name)> fn) {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  MutexLock lock(&impl_->mu);
   impl_->before_patch = std::move(fn);
 }
 
 void FakeApiServer::SetBeforeNodePatch(std::function<void(const std::string& name)> fn) {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  MutexLock lock(&impl_->mu);
   impl_->before_node_patch = std::move(fn);
 }
 
 void FakeApiServer::SetListPadding(size_t bytes) {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  MutexLock lock(&impl_->mu);
   impl_->padding = bytes;
 }
 
 int FakeApiServer::requests(const std::string& method) const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  MutexLock lock(&impl_->mu);
   auto it = impl_->requests.find(method);
   return it == impl_->requests.end() ? 0 : it->second;
 }
 
+std::set<std::string> FakeApiServer::verbs() const {
+  MutexLock lock(&impl_->mu);
+  return impl_->verbs;
+}
+
 int FakeApiServer::conflicts() const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  MutexLock lock(&impl_->mu);
   return impl_->conflicts;
 }
 

@@ -24,9 +24,9 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -46,6 +46,8 @@ struct PodSpec {
   std::vector<std::string> init_containers;
   std::map<std::string, std::string> annotations;
   std::string phase = "Pending";
+  // resources.limits per container name, e.g. {"main", {{"nvidia.com/gpu", "1"}}}.
+  std::map<std::string, std::map<std::string, std::string>> limits;
 };
 
 // A Pod object as the API server returns it.
@@ -105,6 +107,9 @@ class FakeApiServer {
   // Counts of handled requests by "METHOD" and of 409 answers.
   int requests(const std::string& method) const;
   int conflicts() const;
+  // The RBAC verbs the requests so far needed, as "<verb> <resource>":
+  // "get pods", "list pods", "patch pods", "get nodes", "patch nodes".
+  std::set<std::string> verbs() const;
 
  private:
   struct Impl;

@@ -6,10 +6,10 @@
 
 #include <cerrno>
 #include <cstring>
-#include <mutex>
 #include <optional>
 #include <utility>
 
+#include "base/mutex.h"
 #include "k8s.io/kubelet/pkg/apis/podresources/v1/api.grpc.pb.h"
 
 namespace migd::k8s {
@@ -33,7 +33,7 @@ class Service final : public ::v1::PodResourcesLister::Service {
  public:
   grpc::Status List(grpc::ServerContext* /*context*/, const ::v1::ListPodResourcesRequest*,
                     ::v1::ListPodResourcesResponse* response) override {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(&mu);
     ++calls;
     if (fail_count > 0) {
       --fail_count;
@@ -45,12 +45,12 @@ class Service final : public ::v1::PodResourcesLister::Service {
     return grpc::Status::OK;
   }
 
-  std::mutex mu;
-  std::vector<PodResourcesEntry> pods;
-  std::optional<std::vector<PodResourcesEntry>> pods_after_first;
-  int fail_count = 0;
-  int fail_code = 0;
-  int calls = 0;
+  Mutex mu;
+  std::vector<PodResourcesEntry> pods ABSL_GUARDED_BY(mu);
+  std::optional<std::vector<PodResourcesEntry>> pods_after_first ABSL_GUARDED_BY(mu);
+  int fail_count ABSL_GUARDED_BY(mu) = 0;
+  int fail_code ABSL_GUARDED_BY(mu) = 0;
+  int calls ABSL_GUARDED_BY(mu) = 0;
 };
 
 }  // namespace
@@ -58,11 +58,11 @@ class Service final : public ::v1::PodResourcesLister::Service {
 struct FakePodResources::Impl {
   std::string socket_path;
   Service service;
-  std::mutex server_mu;
-  std::unique_ptr<grpc::Server> server;  // guarded by server_mu
+  Mutex server_mu;
+  std::unique_ptr<grpc::Server> server ABSL_GUARDED_BY(server_mu);
 
   Status Serve() {
-    std::lock_guard<std::mutex> lock(server_mu);
+    MutexLock lock(&server_mu);
     ::unlink(socket_path.c_str());
     grpc::ServerBuilder builder;
     builder.AddListeningPort("unix://" + socket_path, grpc::InsecureServerCredentials());
@@ -72,7 +72,7 @@ struct FakePodResources::Impl {
     return OkStatus();
   }
   void Shutdown() {
-    std::lock_guard<std::mutex> lock(server_mu);
+    MutexLock lock(&server_mu);
     if (server) {
       server->Shutdown(std::chrono::system_clock::now());
       server->Wait();
@@ -89,7 +89,7 @@ StatusOr<std::unique_ptr<FakePodResources>> FakePodResources::Start(
     return UnavailableError("FakePodResources: mkdir " + dir + ": " + std::strerror(errno));
   }
   auto impl = std::make_unique<Impl>();
-  impl->socket_path = PodResourcesSocketPath(kubelet_dir);
+  impl->socket_path = PodResourcesSocketPath(dir);
   Status s = impl->Serve();
   if (!s.ok()) return s;
   return std::unique_ptr<FakePodResources>(new FakePodResources(std::move(impl)));
@@ -101,24 +101,24 @@ FakePodResources::~FakePodResources() { impl_->Shutdown(); }
 const std::string& FakePodResources::socket_path() const { return impl_->socket_path; }
 
 void FakePodResources::SetPods(std::vector<PodResourcesEntry> pods) {
-  std::lock_guard<std::mutex> lock(impl_->service.mu);
+  MutexLock lock(&impl_->service.mu);
   impl_->service.pods = std::move(pods);
   impl_->service.pods_after_first.reset();
 }
 
 void FakePodResources::SetPodsAfterFirstCall(std::vector<PodResourcesEntry> pods) {
-  std::lock_guard<std::mutex> lock(impl_->service.mu);
+  MutexLock lock(&impl_->service.mu);
   impl_->service.pods_after_first = std::move(pods);
 }
 
 void FakePodResources::FailNext(int count, int code) {
-  std::lock_guard<std::mutex> lock(impl_->service.mu);
+  MutexLock lock(&impl_->service.mu);
   impl_->service.fail_count = count;
   impl_->service.fail_code = code;
 }
 
 int FakePodResources::list_calls() const {
-  std::lock_guard<std::mutex> lock(impl_->service.mu);
+  MutexLock lock(&impl_->service.mu);
   return impl_->service.calls;
 }
 

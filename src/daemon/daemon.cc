@@ -47,6 +47,11 @@
 #include "engine/manager.h"
 #include "engine/owner_source.h"
 #include "k8s/allocation_backend.h"
+#include "k8s/apiserver/hami_backend.h"
+#include "k8s/apiserver/kube_client.h"
+#include "k8s/apiserver/pod_watcher.h"
+#include "k8s/deviceplugin/device_plugin_server.h"
+#include "k8s/podresources/kube_pod_lister.h"
 #include "k8s/podresources/client.h"
 #include "k8s/podresources/owner_sources.h"
 #include "metrics/http_server.h"
@@ -54,16 +59,6 @@
 #include "metrics/registry.h"
 #include "store/record_store.h"
 
-// The Kubernetes frontends are built when their directories exist
-// (src/daemon/CMakeLists.txt); without them kubernetes.enabled and
-// recovery.ownerSource: hami are refused at startup.
-#if MIGD_HAVE_K8S
-#include "k8s/apiserver/hami_backend.h"
-#include "k8s/apiserver/kube_client.h"
-#include "k8s/apiserver/pod_watcher.h"
-#include "k8s/deviceplugin/device_plugin_server.h"
-#include "k8s/podresources/kube_pod_lister.h"
-#endif
 
 #ifndef MIGD_VERSION_STRING
 #define MIGD_VERSION_STRING "unknown"
@@ -201,13 +196,11 @@ class Daemon {
   std::unique_ptr<engine::OwnerSource> owners_;
   std::unique_ptr<k8s::PodResourcesClient> pod_resources_;
   DeferredBackend deferred_backend_;
-#if MIGD_HAVE_K8S
   std::unique_ptr<k8s::KubeClient> kube_;
   std::unique_ptr<k8s::KubeHamiPodLister> hami_pods_;
   std::unique_ptr<k8s::DevicePluginServer> device_plugin_;
   std::unique_ptr<k8s::HamiBackend> hami_backend_;
   std::unique_ptr<k8s::PodWatcher> pod_watcher_;
-#endif
   std::unique_ptr<engine::Manager> manager_;
   std::unique_ptr<api::MigManagerService> service_;
   std::unique_ptr<api::ApiServer> api_server_;
@@ -531,15 +524,6 @@ std::optional<Failure> Daemon::Setup() {
 std::optional<Failure> Daemon::SetUpKubernetesEarly() {
   const KubernetesConfig& k = config_.kubernetes;
   const std::string& source = config_.recovery.owner_source;
-#if !MIGD_HAVE_K8S
-  if (k.enabled || source == "hami") {
-    return Failure{kExitConfig,
-                   "config " + ConfigSource(flags_) + ": " +
-                       (k.enabled ? "kubernetes.enabled: true" : "recovery.ownerSource: hami") +
-                       ": this migd was built without the Kubernetes frontends (src/k8s/"
-                       "deviceplugin and src/k8s/apiserver); rebuild with them or turn it off"};
-  }
-#else
   if (k.enabled || source == "hami") {
     StatusOr<k8s::KubeConfig> kc = k.api_server.in_cluster
                                        ? k8s::InClusterConfig()
@@ -586,7 +570,6 @@ std::optional<Failure> Daemon::SetUpKubernetesEarly() {
     owners_ = std::make_unique<FailClosedOwnerSource>(
         std::make_unique<k8s::HamiOwnerSource>(*hami_pods_));
   }
-#endif
   if (source == "podresources") {
     pod_resources_ = std::make_unique<k8s::PodResourcesClient>(
         k8s::PodResourcesClientOptions{.socket_path = k8s::PodResourcesSocketPath(k.kubelet_dir)});
@@ -601,7 +584,6 @@ std::optional<Failure> Daemon::SetUpKubernetesEarly() {
 }
 
 std::optional<Failure> Daemon::SetUpKubernetesLate() {
-#if MIGD_HAVE_K8S
   const KubernetesConfig& k = config_.kubernetes;
   if (!k.enabled) return std::nullopt;
   k8s::HamiBackendOptions hopts;
@@ -616,7 +598,6 @@ std::optional<Failure> Daemon::SetUpKubernetesLate() {
   // instances of ended pods and re-publishes periodically.
   pod_watcher_ = std::make_unique<k8s::PodWatcher>(hami_backend_.get(), k8s::PodWatcherOptions{});
   pod_watcher_->Start();
-#endif
   return std::nullopt;
 }
 
@@ -710,14 +691,12 @@ void Daemon::Teardown() {
   if (manager_) sd_notify(0, "STOPPING=1");
   // Stop accepting, let in-flight calls finish (they use the Manager).
   if (api_server_) api_server_->Shutdown(kDrainDeadline);
-#if MIGD_HAVE_K8S
   // kubelet's calls and the pod watcher use the Manager: stop them first.
   if (device_plugin_) device_plugin_->Stop();
   if (pod_watcher_) pod_watcher_->Stop();
   device_plugin_.reset();
   pod_watcher_.reset();
   hami_backend_.reset();
-#endif
   if (metrics_server_) metrics_server_->Stop();
   if (manager_) manager_->StopReconciler();
   if (metrics_) metrics_->AttachManager(nullptr);

@@ -13,12 +13,18 @@
 # a module's own are files named *_test_util.{h,cc} beside it (README, Layout).
 #
 # Warnings apply to our own targets only, never to third-party or generated
-# code.
+# code. With clang, -Wthread-safety checks every ABSL_GUARDED_BY /
+# ABSL_EXCLUSIVE_LOCKS_REQUIRED annotation (src/base/mutex.h); -Werror makes
+# a violation a build error. CI's clang tree (build-fuzz) compiles the rest of
+# the annotated code with scripts/thread_safety_check.py.
 
 set(MIGD_WARNINGS
   -Wall -Wextra -Wpedantic -Werror -Wshadow -Wnon-virtual-dtor -Wcast-align
   -Woverloaded-virtual -Wformat=2 -Wimplicit-fallthrough
   -Wmissing-declarations)
+if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+  list(APPEND MIGD_WARNINGS -Wthread-safety)
+endif()
 
 # Executables of a TSan build carry the suppressions for the uninstrumented
 # Debian libraries (cmake/tsan_suppressions.cc).

@@ -23,6 +23,8 @@
 
 #include "base/mutex.h"
 #include "cli/app.h"
+#include "cli/connection.h"
+#include "cli/exit_codes.h"
 #include "migd/v1/migd.grpc.pb.h"
 #include "testing/status_matchers.h"
 #include "testing/temp_dir.h"
@@ -505,29 +507,6 @@ TEST_F(ClientTest, ReclaimSendsFiltersAndFailsWhenADestroyFailed) {
   EXPECT_EQ(r.out, "nothing to reclaim: no Idle instance matches\n");
 }
 
-TEST(ExitCodeTest, EveryGrpcCode) {
-  const std::vector<std::pair<grpc::StatusCode, int>> cases = {
-      {grpc::StatusCode::OK, 0},
-      {grpc::StatusCode::CANCELLED, 6},
-      {grpc::StatusCode::UNKNOWN, 6},
-      {grpc::StatusCode::INVALID_ARGUMENT, 1},
-      {grpc::StatusCode::DEADLINE_EXCEEDED, 2},
-      {grpc::StatusCode::NOT_FOUND, 5},
-      {grpc::StatusCode::ALREADY_EXISTS, 6},
-      {grpc::StatusCode::PERMISSION_DENIED, 6},
-      {grpc::StatusCode::RESOURCE_EXHAUSTED, 4},
-      {grpc::StatusCode::FAILED_PRECONDITION, 6},
-      {grpc::StatusCode::ABORTED, 6},
-      {grpc::StatusCode::OUT_OF_RANGE, 1},
-      {grpc::StatusCode::UNIMPLEMENTED, 6},
-      {grpc::StatusCode::INTERNAL, 6},
-      {grpc::StatusCode::UNAVAILABLE, 2},
-      {grpc::StatusCode::DATA_LOSS, 6},
-      {grpc::StatusCode::UNAUTHENTICATED, 6},
-  };
-  for (const auto& [code, rc] : cases) EXPECT_EQ(ExitCodeFor(code), rc) << code;
-}
-
 // Server errors end to end: exit code, the code's name, migd's message and
 // the hint.
 TEST_F(ClientTest, ServerErrorsMapToExitCodesAndSayWhatToDo) {
@@ -647,67 +626,6 @@ TEST(UnreachableTest, NotASocket) {
   EXPECT_EQ(ProbeSocket(path), ENOTSOCK);
   EXPECT_THAT(err.str(), HasSubstr("cannot reach migd at " + path +
                                    ": the path exists but is not a socket; check --socket"));
-}
-
-TEST(UnreachableTest, Messages) {
-  EXPECT_EQ(UnreachableMessage("/run/migd/api.socket", EACCES),
-            "cannot reach migd at /run/migd/api.socket: permission denied; run migctl as root "
-            "(sudo) or as a member of the group set in migd's api.socketGroup");
-  EXPECT_THAT(UnreachableMessage("/x", EPERM), HasSubstr("api.socketGroup"));
-  EXPECT_THAT(UnreachableMessage(std::string(200, 'a'), ENAMETOOLONG),
-              HasSubstr("use a shorter --socket"));
-  EXPECT_THAT(UnreachableMessage("/x", ENOTSOCK), HasSubstr("is not a socket"));
-  EXPECT_THAT(UnreachableMessage("/x", EIO), HasSubstr("is migd running?"));
-  EXPECT_EQ(ProbeSocket(std::string(200, 'a')), ENAMETOOLONG);
-  EXPECT_EQ(ProbeSocket(""), ENAMETOOLONG);
-}
-
-TEST(ParseTest, Timeouts) {
-  EXPECT_EQ(*ParseTimeout("30"), std::chrono::milliseconds(30000));
-  EXPECT_EQ(*ParseTimeout("30s"), std::chrono::milliseconds(30000));
-  EXPECT_EQ(*ParseTimeout("1.5s"), std::chrono::milliseconds(1500));
-  EXPECT_EQ(*ParseTimeout("500ms"), std::chrono::milliseconds(500));
-  EXPECT_EQ(*ParseTimeout("2m"), std::chrono::milliseconds(120000));
-  for (const char* bad : {"", "0", "-1s", "s", "10h", "1e9", "nan", "0.1ms"}) {
-    EXPECT_THAT(ParseTimeout(bad).status(),
-                StatusIs(StatusCode::kInvalidArgument, HasSubstr("--timeout")))
-        << bad;
-  }
-}
-
-TEST(ParseTest, PodOwners) {
-  MIGD_ASSERT_OK_AND_ASSIGN(migd::v1::PodOwner pod, ParsePodOwner("ns/name/uid"));
-  EXPECT_EQ(pod.namespace_(), "ns");
-  EXPECT_EQ(pod.container(), "");
-  EXPECT_THAT(ParsePodOwner("ns/name/uid/c/x").status(),
-              StatusIs(StatusCode::kInvalidArgument, HasSubstr("NAMESPACE/NAME/UID")));
-  EXPECT_THAT(ParsePodOwner("ns/name/uid/").status(),
-              StatusIs(StatusCode::kInvalidArgument, HasSubstr("the container is empty")));
-  EXPECT_THAT(ParsePodOwner("/name/uid").status(),
-              StatusIs(StatusCode::kInvalidArgument, HasSubstr("the namespace is empty")));
-}
-
-TEST(ParseTest, States) {
-  MIGD_ASSERT_OK_AND_ASSIGN(std::vector<migd::v1::InstanceState> states,
-                            ParseStates({"Creating, reclaiming", "DELETING"}));
-  EXPECT_EQ(states, (std::vector<migd::v1::InstanceState>{migd::v1::INSTANCE_STATE_CREATING,
-                                                          migd::v1::INSTANCE_STATE_RECLAIMING,
-                                                          migd::v1::INSTANCE_STATE_DELETING}));
-  MIGD_ASSERT_OK_AND_ASSIGN(states, ParseStates({}));
-  EXPECT_TRUE(states.empty());
-  EXPECT_THAT(ParseStates({"active,"}).status(),
-              StatusIs(StatusCode::kInvalidArgument, HasSubstr("unknown state ''")));
-}
-
-TEST(ParseTest, InstanceSpecs) {
-  EXPECT_THAT(ParseInstanceSpecs({}).status(),
-              StatusIs(StatusCode::kInvalidArgument, HasSubstr("no instances")));
-  MIGD_ASSERT_OK_AND_ASSIGN(std::vector<migd::v1::InstanceSpec> specs,
-                            ParseInstanceSpecs({"gpu0/2g.20gb", "1g.10gb+me"}));
-  ASSERT_EQ(specs.size(), 2u);
-  EXPECT_EQ(specs[0].gpu(), 0u);
-  EXPECT_FALSE(specs[0].has_placement());
-  EXPECT_EQ(specs[1].profile(), "1g.10gb+me");
 }
 
 TEST(ColorTest, Decision) {

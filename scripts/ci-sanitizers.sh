@@ -6,7 +6,12 @@
 #      input and fuzz each of the six targets for 10 s (fuzz/run.sh ci).
 #   2. ASan+UBSan: the unit tests of the core modules, built in that same
 #      clang tree (so the libraries are compiled once for both).
-#   3. TSan (GCC; build-tsan/): the tests that run migd's threads against each
+#   3. Thread-safety annotations (clang's -Wthread-safety, an error in every
+#      migd target of a clang build, cmake/migd.cmake): steps 1 and 2 compile
+#      part of the tree with it; scripts/thread_safety_check.py compiles every
+#      other translation unit that can see an annotation with -fsyntax-only
+#      (no code generation), after a self-test that an unguarded write fails.
+#   4. TSan (GCC; build-tsan/): the tests that run migd's threads against each
 #      other: engine (allocations racing reconcile, release and reclaim), store,
 #      CDI writer. api_test is clean too with the compiled-in suppressions but
 #      needs gRPC and protobuf code under TSan, which CI has no time for.
@@ -14,7 +19,7 @@
 # The whole suite under each sanitizer is `make test-asan` / `make test-tsan`
 # (not in CI: each is a second full build).
 #
-#   scripts/ci-sanitizers.sh [fuzz|asan|tsan]...   (default: all three)
+#   scripts/ci-sanitizers.sh [fuzz|asan|thread-safety|tsan]...   (default: all four)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 readonly JOBS="${JOBS:-2}"
@@ -22,7 +27,7 @@ readonly ASAN_TESTS=(base_test mig_test planner_test store_test cdi_test engine_
 readonly TSAN_TESTS=(base_test store_test cdi_test engine_test engine_sim_test)
 
 steps=("$@")
-[[ ${#steps[@]} -eq 0 ]] && steps=(fuzz asan tsan)
+[[ ${#steps[@]} -eq 0 ]] && steps=(fuzz asan thread-safety tsan)
 
 run_tests() {  # build_dir test...
   local dir="$1"; shift
@@ -46,12 +51,19 @@ for step in "${steps[@]}"; do
       cmake --build build-fuzz -j "${JOBS}" --target "${ASAN_TESTS[@]}"
       # Leak checking stays on; UBSan aborts on the first report (preset flags).
       ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}" run_tests build-fuzz "${ASAN_TESTS[@]}" ;;
+    thread-safety)
+      [[ -f build-fuzz/CMakeCache.txt ]] || cmake --preset fuzz >/dev/null
+      # The generated protobuf headers the remaining translation units include.
+      mapfile -t generated < <(ninja -C build-fuzz -t targets all |
+                               sed -n 's#^\(gen/proto/[^:]*\.pb\.h\): .*#\1#p')
+      ninja -C build-fuzz "${generated[@]}" >/dev/null
+      scripts/thread_safety_check.py build-fuzz --jobs "${JOBS}" ;;
     tsan)
       [[ -f build-tsan/CMakeCache.txt ]] || cmake --preset tsan >/dev/null
       cmake --build build-tsan -j "${JOBS}" --target "${TSAN_TESTS[@]}"
       # Suppressions for the uninstrumented Debian libraries are compiled in
       # (cmake/tsan_suppressions.cc); any report fails the test (exit 66).
       run_tests build-tsan "${TSAN_TESTS[@]}" ;;
-    *) echo "ci-sanitizers: unknown step '${step}' (fuzz, asan, tsan)" >&2; exit 2 ;;
+    *) echo "ci-sanitizers: unknown step '${step}' (fuzz, asan, thread-safety, tsan)" >&2; exit 2 ;;
   esac
 done

@@ -54,6 +54,8 @@ METRICS_CHECK_PACKAGES=(
 )
 FUZZ_PACKAGES=(
   clang-14 libclang-rt-14-dev llvm-14
+  # scripts/thread_safety_check.py (the clang -Wthread-safety step of CI)
+  python3
 )
 CDI_CHECK_PACKAGES=(
   golang-go golang-github-container-orchestrated-devices-container-device-interface-dev

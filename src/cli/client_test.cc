@@ -3,28 +3,28 @@
 // MigManager server on a unix socket in a per-test temp dir.
 #include "cli/client.h"
 
-#include <sys/socket.h>
-#include <sys/un.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
-#include <memory>
-#include <mutex>
-#include <sstream>
-#include <string>
-#include <thread>
-#include <vector>
-
 #include <gmock/gmock.h>
 #include <google/protobuf/util/json_util.h>
 #include <google/protobuf/util/message_differencer.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "base/mutex.h"
 #include "cli/app.h"
+#include "cli/connection.h"
+#include "cli/exit_codes.h"
 #include "migd/v1/migd.grpc.pb.h"
 #include "testing/status_matchers.h"
 #include "testing/temp_dir.h"
@@ -38,91 +38,102 @@ using ::migd::testing::TempDir;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-// Answers every call with the canned response, or with `error` when set;
-// records the last request of each kind. Thread-safe.
-class FakeMigManager final : public migd::v1::MigManager::Service {
- public:
-  void SetError(grpc::Status error) {
-    std::lock_guard<std::mutex> lock(mu_);
-    error_ = std::move(error);
-  }
-  // Plan then waits until its caller gives up (deadline tests).
-  void BlockPlan() {
-    std::lock_guard<std::mutex> lock(mu_);
-    block_plan_ = true;
-  }
-  int calls() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return calls_;
-  }
-
+// The canned answers a test sets, and the last request of each kind the
+// fake received.
+struct Answers {
   migd::v1::ListResponse list;
   migd::v1::GetStatusResponse status;
   migd::v1::AllocateResponse allocate;
   migd::v1::ReleaseResponse release;
   migd::v1::PlanResponse plan;
   migd::v1::ReclaimResponse reclaim;
+};
+struct Received {
+  migd::v1::ListRequest list;
+  migd::v1::AllocateRequest allocate;
+  migd::v1::ReleaseRequest release;
+  migd::v1::PlanRequest plan;
+  migd::v1::ReclaimRequest reclaim;
+};
 
-  migd::v1::ListRequest last_list;
-  migd::v1::AllocateRequest last_allocate;
-  migd::v1::ReleaseRequest last_release;
-  migd::v1::PlanRequest last_plan;
-  migd::v1::ReclaimRequest last_reclaim;
-  // A copy of a last_* field, taken under the lock the handlers write it
-  // under: the client call that made it returned through gRPC's own threads,
-  // whose hand-off ThreadSanitizer cannot see in Debian's uninstrumented gRPC.
-  // Orders the test thread's writes of the canned answers before the
-  // handlers' reads (both sides through mu_).
-  void Publish() { std::lock_guard<std::mutex> lock(mu_); }
-  template <typename T>
-  T Last(const T& field) {
-    std::lock_guard<std::mutex> lock(mu_);
-    return field;
+// Answers every call with the canned response, or with `error` when set;
+// records the last request of each kind. Thread-safe: the test thread and
+// gRPC's handler threads meet only under mu_.
+class FakeMigManager final : public migd::v1::MigManager::Service {
+ public:
+  // Runs `edit` on the canned answers.
+  template <typename F>
+  void EditAnswers(F edit) ABSL_LOCKS_EXCLUDED(mu_) {
+    MutexLock lock(&mu_);
+    edit(answers_);
+  }
+  Answers answers() ABSL_LOCKS_EXCLUDED(mu_) {
+    MutexLock lock(&mu_);
+    return answers_;
+  }
+  Received received() ABSL_LOCKS_EXCLUDED(mu_) {
+    MutexLock lock(&mu_);
+    return received_;
+  }
+  void SetError(grpc::Status error) ABSL_LOCKS_EXCLUDED(mu_) {
+    MutexLock lock(&mu_);
+    error_ = std::move(error);
+  }
+  // Plan blocks until UnblockPlan (the client's deadline passes meanwhile).
+  void BlockPlan() ABSL_LOCKS_EXCLUDED(mu_) {
+    MutexLock lock(&mu_);
+    block_plan_ = true;
+  }
+  void UnblockPlan() ABSL_LOCKS_EXCLUDED(mu_) {
+    MutexLock lock(&mu_);
+    block_plan_ = false;
+    unblocked_.SignalAll();
+  }
+  int calls() ABSL_LOCKS_EXCLUDED(mu_) {
+    MutexLock lock(&mu_);
+    return calls_;
   }
 
   grpc::Status List(grpc::ServerContext*, const migd::v1::ListRequest* request,
                     migd::v1::ListResponse* response) override {
-    return Answer(*request, &last_list, list, response);
+    MutexLock lock(&mu_);
+    return Answer(*request, &received_.list, answers_.list, response);
   }
   grpc::Status GetStatus(grpc::ServerContext*, const migd::v1::GetStatusRequest* request,
                          migd::v1::GetStatusResponse* response) override {
+    MutexLock lock(&mu_);
     migd::v1::GetStatusRequest ignored;
-    return Answer(*request, &ignored, status, response);
+    return Answer(*request, &ignored, answers_.status, response);
   }
   grpc::Status Allocate(grpc::ServerContext*, const migd::v1::AllocateRequest* request,
                         migd::v1::AllocateResponse* response) override {
-    return Answer(*request, &last_allocate, allocate, response);
+    MutexLock lock(&mu_);
+    return Answer(*request, &received_.allocate, answers_.allocate, response);
   }
   grpc::Status Release(grpc::ServerContext*, const migd::v1::ReleaseRequest* request,
                        migd::v1::ReleaseResponse* response) override {
-    return Answer(*request, &last_release, release, response);
+    MutexLock lock(&mu_);
+    return Answer(*request, &received_.release, answers_.release, response);
   }
-  grpc::Status Plan(grpc::ServerContext* context, const migd::v1::PlanRequest* request,
+  grpc::Status Plan(grpc::ServerContext*, const migd::v1::PlanRequest* request,
                     migd::v1::PlanResponse* response) override {
-    bool block = false;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      block = block_plan_;
-    }
-    if (block) {
-      // Polls for the client's deadline to pass; the server sees it as a
-      // cancellation.
-      while (!context->IsCancelled()) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
-      }
+    MutexLock lock(&mu_);
+    if (block_plan_) {
+      unblocked_.Wait(&mu_, [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !block_plan_; });
       return grpc::Status::CANCELLED;
     }
-    return Answer(*request, &last_plan, plan, response);
+    return Answer(*request, &received_.plan, answers_.plan, response);
   }
   grpc::Status Reclaim(grpc::ServerContext*, const migd::v1::ReclaimRequest* request,
                        migd::v1::ReclaimResponse* response) override {
-    return Answer(*request, &last_reclaim, reclaim, response);
+    MutexLock lock(&mu_);
+    return Answer(*request, &received_.reclaim, answers_.reclaim, response);
   }
 
  private:
   template <typename Req, typename Resp>
-  grpc::Status Answer(const Req& request, Req* last, const Resp& canned, Resp* response) {
-    std::lock_guard<std::mutex> lock(mu_);
+  grpc::Status Answer(const Req& request, Req* last, const Resp& canned, Resp* response)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     ++calls_;
     *last = request;
     if (!error_.ok()) return error_;
@@ -130,10 +141,13 @@ class FakeMigManager final : public migd::v1::MigManager::Service {
     return grpc::Status::OK;
   }
 
-  std::mutex mu_;
-  grpc::Status error_;
-  bool block_plan_ = false;
-  int calls_ = 0;
+  Mutex mu_;
+  CondVar unblocked_;
+  Answers answers_ ABSL_GUARDED_BY(mu_);
+  Received received_ ABSL_GUARDED_BY(mu_);
+  grpc::Status error_ ABSL_GUARDED_BY(mu_);
+  bool block_plan_ ABSL_GUARDED_BY(mu_) = false;
+  int calls_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 struct Result {
@@ -164,27 +178,29 @@ class ClientTest : public ::testing::Test {
     server_ = builder.BuildAndStart();
     ASSERT_NE(server_, nullptr);
 
-    migd::v1::Gpu* gpu = fake_.list.add_gpus();
-    gpu->set_index(0);
-    gpu->set_uuid("GPU-0");
-    gpu->set_name("NVIDIA A100-SXM4-40GB");
-    gpu->set_mig_enabled(true);
-    gpu->set_memory_slices(8);
-    *fake_.list.add_instances() = MakeInstance(0, 0, 4, "3g.20gb", migd::v1::INSTANCE_STATE_ACTIVE);
-    fake_.list.mutable_instances(0)->mutable_owner()->set_opaque_id("job-7");
-    fake_.list.mutable_instances(0)->set_request_id("job-7");
-    fake_.status.set_version("0.1.0");
-    migd::v1::GpuStatus* gs = fake_.status.add_gpus();
-    *gs->mutable_gpu() = *gpu;
-    gs->set_free_slices(4);
-    gs->set_active_slices(4);
+    fake_.EditAnswers([](Answers& a) {
+      migd::v1::Gpu* gpu = a.list.add_gpus();
+      gpu->set_index(0);
+      gpu->set_uuid("GPU-0");
+      gpu->set_name("NVIDIA A100-SXM4-40GB");
+      gpu->set_mig_enabled(true);
+      gpu->set_memory_slices(8);
+      *a.list.add_instances() = MakeInstance(0, 0, 4, "3g.20gb", migd::v1::INSTANCE_STATE_ACTIVE);
+      a.list.mutable_instances(0)->mutable_owner()->set_opaque_id("job-7");
+      a.list.mutable_instances(0)->set_request_id("job-7");
+      a.status.set_version("0.1.0");
+      migd::v1::GpuStatus* gs = a.status.add_gpus();
+      *gs->mutable_gpu() = *gpu;
+      gs->set_free_slices(4);
+      gs->set_active_slices(4);
+    });
   }
-  void TearDown() override { server_->Shutdown(); }
+  void TearDown() override {
+    fake_.UnblockPlan();
+    server_->Shutdown();
+  }
 
   Result Run(const std::vector<std::string>& args, Environment env) {
-    // The canned answers were set on this thread; the handlers read them
-    // under the fake's lock, so take it once here to publish them.
-    fake_.Publish();
     std::ostringstream out;
     std::ostringstream err;
     Result r;
@@ -239,8 +255,8 @@ TEST_F(ClientTest, StatusWidthFlagSizesTheCells) {
 TEST_F(ClientTest, StatusGpuFilter) {
   const Result r = Run({"status", "--gpu", "0"});
   ASSERT_EQ(r.rc, 0) << r.err;
-  EXPECT_TRUE(fake_.Last(fake_.last_list).has_gpu());
-  EXPECT_EQ(fake_.Last(fake_.last_list).gpu(), 0u);
+  EXPECT_TRUE(fake_.received().list.has_gpu());
+  EXPECT_EQ(fake_.received().list.gpu(), 0u);
 }
 
 TEST_F(ClientTest, StatusJsonAndYamlHoldBothReplies) {
@@ -257,19 +273,21 @@ TEST_F(ClientTest, StatusJsonAndYamlHoldBothReplies) {
 }
 
 TEST_F(ClientTest, ListSendsFiltersAndPrintsATable) {
-  migd::v1::ForeignInstance* f = fake_.list.add_foreign();
-  f->set_profile("1g.5gb");
-  f->mutable_placement()->set_start(7);
-  f->mutable_placement()->set_size(1);
-  f->set_gi_id(9);
-  f->add_ci_ids(0);
+  fake_.EditAnswers([](Answers& a) {
+    migd::v1::ForeignInstance* f = a.list.add_foreign();
+    f->set_profile("1g.5gb");
+    f->mutable_placement()->set_start(7);
+    f->mutable_placement()->set_size(1);
+    f->set_gi_id(9);
+    f->add_ci_ids(0);
+  });
   const Result r = Run({"list", "--gpu", "0", "--state", "active,idle", "--state", "Error"});
   ASSERT_EQ(r.rc, 0) << r.err;
-  EXPECT_EQ(fake_.Last(fake_.last_list).gpu(), 0u);
-  ASSERT_EQ(fake_.Last(fake_.last_list).states_size(), 3);
-  EXPECT_EQ(fake_.Last(fake_.last_list).states(0), migd::v1::INSTANCE_STATE_ACTIVE);
-  EXPECT_EQ(fake_.Last(fake_.last_list).states(1), migd::v1::INSTANCE_STATE_IDLE);
-  EXPECT_EQ(fake_.Last(fake_.last_list).states(2), migd::v1::INSTANCE_STATE_ERROR);
+  EXPECT_EQ(fake_.received().list.gpu(), 0u);
+  ASSERT_EQ(fake_.received().list.states_size(), 3);
+  EXPECT_EQ(fake_.received().list.states(0), migd::v1::INSTANCE_STATE_ACTIVE);
+  EXPECT_EQ(fake_.received().list.states(1), migd::v1::INSTANCE_STATE_IDLE);
+  EXPECT_EQ(fake_.received().list.states(2), migd::v1::INSTANCE_STATE_ERROR);
   EXPECT_EQ(r.out,
             "GPU  PLACEMENT  PROFILE  STATE   OWNER  REQUEST  MIG\n"
             "0    0:4        3g.20gb  Active  job-7  job-7    MIG-0-0\n"
@@ -284,7 +302,7 @@ TEST_F(ClientTest, ListJsonRoundTrips) {
   ASSERT_EQ(r.rc, 0) << r.err;
   migd::v1::ListResponse back;
   ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(r.out, &back).ok()) << r.out;
-  EXPECT_TRUE(MessageDifferencer::Equals(back, fake_.list)) << back.DebugString();
+  EXPECT_TRUE(MessageDifferencer::Equals(back, fake_.answers().list)) << back.DebugString();
 }
 
 TEST_F(ClientTest, ListRejectsUnknownStateWithoutCallingMigd) {
@@ -295,34 +313,36 @@ TEST_F(ClientTest, ListRejectsUnknownStateWithoutCallingMigd) {
 }
 
 TEST_F(ClientTest, ListOfNothing) {
-  fake_.list.clear_instances();
+  fake_.EditAnswers([](Answers& a) { a.list.clear_instances(); });
   const Result r = Run({"list"});
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_EQ(r.out, "no instances\n");
 }
 
 TEST_F(ClientTest, AllocateBuildsTheRequest) {
-  migd::v1::AllocatedInstance* a = fake_.allocate.add_instances();
-  *a->mutable_instance() = MakeInstance(0, 4, 4, "3g.20gb", migd::v1::INSTANCE_STATE_ACTIVE);
-  a->mutable_instance()->set_cdi_device("hami.io/mig=MIG-0-4");
-  a->set_path(migd::v1::ALLOCATION_PATH_CREATE);
-  fake_.allocate.set_request_id("job-8");
-  migd::v1::EnvVar* env = fake_.allocate.add_envs();
-  env->set_name("NVIDIA_VISIBLE_DEVICES");
-  env->set_value("MIG-0-4");
-  fake_.allocate.add_cdi_devices("hami.io/mig=MIG-0-4");
-  migd::v1::DeviceNode* node = fake_.allocate.add_device_nodes();
-  node->set_host_path("/dev/nvidia0");
-  node->set_container_path("/dev/nvidia0");
-  node->set_permissions("rw");
-  node = fake_.allocate.add_device_nodes();
-  node->set_host_path("/dev/nvidia-caps/nvidia-cap21");
-  node->set_container_path("/dev/caps/21");
-  node->set_permissions("r");
+  fake_.EditAnswers([](Answers& a) {
+    migd::v1::AllocatedInstance* inst = a.allocate.add_instances();
+    *inst->mutable_instance() = MakeInstance(0, 4, 4, "3g.20gb", migd::v1::INSTANCE_STATE_ACTIVE);
+    inst->mutable_instance()->set_cdi_device("hami.io/mig=MIG-0-4");
+    inst->set_path(migd::v1::ALLOCATION_PATH_CREATE);
+    a.allocate.set_request_id("job-8");
+    migd::v1::EnvVar* env = a.allocate.add_envs();
+    env->set_name("NVIDIA_VISIBLE_DEVICES");
+    env->set_value("MIG-0-4");
+    a.allocate.add_cdi_devices("hami.io/mig=MIG-0-4");
+    migd::v1::DeviceNode* node = a.allocate.add_device_nodes();
+    node->set_host_path("/dev/nvidia0");
+    node->set_container_path("/dev/nvidia0");
+    node->set_permissions("rw");
+    node = a.allocate.add_device_nodes();
+    node->set_host_path("/dev/nvidia-caps/nvidia-cap21");
+    node->set_container_path("/dev/caps/21");
+    node->set_permissions("r");
+  });
   const Result r =
       Run({"allocate", "--id", "job-8", "--owner", "team-x", "3g.20gb", "gpu1/1g.5gb@6:1,1g.5gb"});
   ASSERT_EQ(r.rc, 0) << r.err;
-  const migd::v1::AllocateRequest req = fake_.Last(fake_.last_allocate);
+  const migd::v1::AllocateRequest req = fake_.received().allocate;
   EXPECT_EQ(req.request_id(), "job-8");
   EXPECT_EQ(req.owner().opaque_id(), "team-x");
   ASSERT_EQ(req.instances_size(), 3);
@@ -344,10 +364,10 @@ TEST_F(ClientTest, AllocateBuildsTheRequest) {
 }
 
 TEST_F(ClientTest, AllocateForAPod) {
-  fake_.allocate.set_replayed(true);
+  fake_.EditAnswers([](Answers& a) { a.allocate.set_replayed(true); });
   const Result r = Run({"allocate", "--id", "r1", "--pod", "ns/web-0/uid-1/main", "1g.5gb"});
   ASSERT_EQ(r.rc, 0) << r.err;
-  const migd::v1::AllocateRequest req = fake_.Last(fake_.last_allocate);
+  const migd::v1::AllocateRequest req = fake_.received().allocate;
   const migd::v1::PodOwner& pod = req.owner().pod();
   EXPECT_EQ(pod.namespace_(), "ns");
   EXPECT_EQ(pod.name(), "web-0");
@@ -381,18 +401,19 @@ TEST_F(ClientTest, AllocateUsageErrorsNeverReachMigd) {
 }
 
 TEST_F(ClientTest, ReleaseByRequestOrMig) {
-  *fake_.release.add_instances() =
-      MakeInstance(0, 0, 4, "3g.20gb", migd::v1::INSTANCE_STATE_IDLE);
+  fake_.EditAnswers([](Answers& a) {
+    *a.release.add_instances() = MakeInstance(0, 0, 4, "3g.20gb", migd::v1::INSTANCE_STATE_IDLE);
+  });
   Result r = Run({"release", "--id", "job-7"});
   ASSERT_EQ(r.rc, 0) << r.err;
-  EXPECT_EQ(fake_.Last(fake_.last_release).request_id(), "job-7");
+  EXPECT_EQ(fake_.received().release.request_id(), "job-7");
   EXPECT_EQ(r.out,
             "released 1 instance(s); now Idle, kept for reuse\n"
             "GPU  PLACEMENT  PROFILE  STATE  OWNER  REQUEST  MIG\n"
             "0    0:4        3g.20gb  Idle   -      -        MIG-0-0\n");
   r = Run({"release", "--mig", "MIG-0-0"});
   ASSERT_EQ(r.rc, 0) << r.err;
-  EXPECT_EQ(fake_.Last(fake_.last_release).mig_uuid(), "MIG-0-0");
+  EXPECT_EQ(fake_.received().release.mig_uuid(), "MIG-0-0");
 }
 
 TEST_F(ClientTest, ReleaseNeedsExactlyOneTarget) {
@@ -405,30 +426,32 @@ TEST_F(ClientTest, ReleaseNeedsExactlyOneTarget) {
 }
 
 TEST_F(ClientTest, PlanAsksMigdWithoutLayout) {
-  migd::v1::PlannedInstance* p = fake_.plan.add_instances();
-  p->set_path(migd::v1::ALLOCATION_PATH_RECLAIM_CREATE);
-  p->set_gpu_index(0);
-  p->set_profile("3g.20gb");
-  p->mutable_placement()->set_start(4);
-  p->mutable_placement()->set_size(4);
-  migd::v1::ReclaimedInstance* rec = p->add_reclaims();
-  rec->set_gpu_index(0);
-  rec->set_profile("1g.5gb");
-  rec->mutable_placement()->set_start(4);
-  rec->mutable_placement()->set_size(1);
-  rec->set_mig_uuid("MIG-x");
-  migd::v1::PlannedInstance* q = fake_.plan.add_instances();
-  q->set_path(migd::v1::ALLOCATION_PATH_REUSE);
-  q->set_profile("1g.5gb");
-  q->mutable_placement()->set_start(7);
-  q->mutable_placement()->set_size(1);
-  q->set_reuse_mig_uuid("MIG-y");
-  fake_.plan.set_search("greedy");
+  fake_.EditAnswers([](Answers& a) {
+    migd::v1::PlannedInstance* p = a.plan.add_instances();
+    p->set_path(migd::v1::ALLOCATION_PATH_RECLAIM_CREATE);
+    p->set_gpu_index(0);
+    p->set_profile("3g.20gb");
+    p->mutable_placement()->set_start(4);
+    p->mutable_placement()->set_size(4);
+    migd::v1::ReclaimedInstance* rec = p->add_reclaims();
+    rec->set_gpu_index(0);
+    rec->set_profile("1g.5gb");
+    rec->mutable_placement()->set_start(4);
+    rec->mutable_placement()->set_size(1);
+    rec->set_mig_uuid("MIG-x");
+    migd::v1::PlannedInstance* q = a.plan.add_instances();
+    q->set_path(migd::v1::ALLOCATION_PATH_REUSE);
+    q->set_profile("1g.5gb");
+    q->mutable_placement()->set_start(7);
+    q->mutable_placement()->set_size(1);
+    q->set_reuse_mig_uuid("MIG-y");
+    a.plan.set_search("greedy");
+  });
   const Result r = Run({"plan", "--request", "3g.20gb", "1g.5gb"});
   ASSERT_EQ(r.rc, 0) << r.err;
-  ASSERT_EQ(fake_.Last(fake_.last_plan).instances_size(), 2);
-  EXPECT_EQ(fake_.Last(fake_.last_plan).instances(0).profile(), "3g.20gb");
-  EXPECT_EQ(fake_.Last(fake_.last_plan).instances(1).profile(), "1g.5gb");
+  ASSERT_EQ(fake_.received().plan.instances_size(), 2);
+  EXPECT_EQ(fake_.received().plan.instances(0).profile(), "3g.20gb");
+  EXPECT_EQ(fake_.received().plan.instances(1).profile(), "1g.5gb");
   EXPECT_EQ(r.out,
             "plan (greedy search; dry run, nothing changed):\n"
             "#  GPU  PLACEMENT  PROFILE  PATH            DETAIL\n"
@@ -462,45 +485,26 @@ TEST_F(ClientTest, PlanOfflineWithLayoutNeedsNoMigd) {
 }
 
 TEST_F(ClientTest, ReclaimSendsFiltersAndFailsWhenADestroyFailed) {
-  *fake_.reclaim.add_destroyed() = MakeInstance(0, 4, 1, "1g.5gb", migd::v1::INSTANCE_STATE_IDLE);
+  fake_.EditAnswers([](Answers& a) {
+    *a.reclaim.add_destroyed() = MakeInstance(0, 4, 1, "1g.5gb", migd::v1::INSTANCE_STATE_IDLE);
+  });
   Result r = Run({"reclaim", "--gpu", "0", "--profile", "1g.5gb"});
   ASSERT_EQ(r.rc, 0) << r.err;
-  EXPECT_TRUE(fake_.Last(fake_.last_reclaim).has_gpu());
-  EXPECT_EQ(fake_.Last(fake_.last_reclaim).profile(), "1g.5gb");
+  EXPECT_TRUE(fake_.received().reclaim.has_gpu());
+  EXPECT_EQ(fake_.received().reclaim.profile(), "1g.5gb");
   EXPECT_THAT(r.out, HasSubstr("destroyed 1 Idle instance(s)\n"));
-  *fake_.reclaim.add_failed() = MakeInstance(0, 5, 1, "1g.5gb", migd::v1::INSTANCE_STATE_ERROR);
+  fake_.EditAnswers([](Answers& a) {
+    *a.reclaim.add_failed() = MakeInstance(0, 5, 1, "1g.5gb", migd::v1::INSTANCE_STATE_ERROR);
+  });
   r = Run({"reclaim"});
   EXPECT_EQ(r.rc, kExitServerError);
-  EXPECT_FALSE(fake_.Last(fake_.last_reclaim).has_gpu());
+  EXPECT_FALSE(fake_.received().reclaim.has_gpu());
   EXPECT_THAT(r.out, HasSubstr("failed to destroy 1 instance(s)"));
   EXPECT_THAT(r.err, HasSubstr("could not be destroyed"));
-  fake_.reclaim.Clear();
+  fake_.EditAnswers([](Answers& a) { a.reclaim.Clear(); });
   r = Run({"reclaim"});
   EXPECT_EQ(r.rc, 0);
   EXPECT_EQ(r.out, "nothing to reclaim: no Idle instance matches\n");
-}
-
-TEST(ExitCodeTest, EveryGrpcCode) {
-  const std::vector<std::pair<grpc::StatusCode, int>> cases = {
-      {grpc::StatusCode::OK, 0},
-      {grpc::StatusCode::CANCELLED, 6},
-      {grpc::StatusCode::UNKNOWN, 6},
-      {grpc::StatusCode::INVALID_ARGUMENT, 1},
-      {grpc::StatusCode::DEADLINE_EXCEEDED, 2},
-      {grpc::StatusCode::NOT_FOUND, 5},
-      {grpc::StatusCode::ALREADY_EXISTS, 6},
-      {grpc::StatusCode::PERMISSION_DENIED, 6},
-      {grpc::StatusCode::RESOURCE_EXHAUSTED, 4},
-      {grpc::StatusCode::FAILED_PRECONDITION, 6},
-      {grpc::StatusCode::ABORTED, 6},
-      {grpc::StatusCode::OUT_OF_RANGE, 1},
-      {grpc::StatusCode::UNIMPLEMENTED, 6},
-      {grpc::StatusCode::INTERNAL, 6},
-      {grpc::StatusCode::UNAVAILABLE, 2},
-      {grpc::StatusCode::DATA_LOSS, 6},
-      {grpc::StatusCode::UNAUTHENTICATED, 6},
-  };
-  for (const auto& [code, rc] : cases) EXPECT_EQ(ExitCodeFor(code), rc) << code;
 }
 
 // Server errors end to end: exit code, the code's name, migd's message and
@@ -624,67 +628,6 @@ TEST(UnreachableTest, NotASocket) {
                                    ": the path exists but is not a socket; check --socket"));
 }
 
-TEST(UnreachableTest, Messages) {
-  EXPECT_EQ(UnreachableMessage("/run/migd/api.socket", EACCES),
-            "cannot reach migd at /run/migd/api.socket: permission denied; run migctl as root "
-            "(sudo) or as a member of the group set in migd's api.socketGroup");
-  EXPECT_THAT(UnreachableMessage("/x", EPERM), HasSubstr("api.socketGroup"));
-  EXPECT_THAT(UnreachableMessage(std::string(200, 'a'), ENAMETOOLONG),
-              HasSubstr("use a shorter --socket"));
-  EXPECT_THAT(UnreachableMessage("/x", ENOTSOCK), HasSubstr("is not a socket"));
-  EXPECT_THAT(UnreachableMessage("/x", EIO), HasSubstr("is migd running?"));
-  EXPECT_EQ(ProbeSocket(std::string(200, 'a')), ENAMETOOLONG);
-  EXPECT_EQ(ProbeSocket(""), ENAMETOOLONG);
-}
-
-TEST(ParseTest, Timeouts) {
-  EXPECT_EQ(*ParseTimeout("30"), std::chrono::milliseconds(30000));
-  EXPECT_EQ(*ParseTimeout("30s"), std::chrono::milliseconds(30000));
-  EXPECT_EQ(*ParseTimeout("1.5s"), std::chrono::milliseconds(1500));
-  EXPECT_EQ(*ParseTimeout("500ms"), std::chrono::milliseconds(500));
-  EXPECT_EQ(*ParseTimeout("2m"), std::chrono::milliseconds(120000));
-  for (const char* bad : {"", "0", "-1s", "s", "10h", "1e9", "nan", "0.1ms"}) {
-    EXPECT_THAT(ParseTimeout(bad).status(),
-                StatusIs(StatusCode::kInvalidArgument, HasSubstr("--timeout")))
-        << bad;
-  }
-}
-
-TEST(ParseTest, PodOwners) {
-  MIGD_ASSERT_OK_AND_ASSIGN(migd::v1::PodOwner pod, ParsePodOwner("ns/name/uid"));
-  EXPECT_EQ(pod.namespace_(), "ns");
-  EXPECT_EQ(pod.container(), "");
-  EXPECT_THAT(ParsePodOwner("ns/name/uid/c/x").status(),
-              StatusIs(StatusCode::kInvalidArgument, HasSubstr("NAMESPACE/NAME/UID")));
-  EXPECT_THAT(ParsePodOwner("ns/name/uid/").status(),
-              StatusIs(StatusCode::kInvalidArgument, HasSubstr("the container is empty")));
-  EXPECT_THAT(ParsePodOwner("/name/uid").status(),
-              StatusIs(StatusCode::kInvalidArgument, HasSubstr("the namespace is empty")));
-}
-
-TEST(ParseTest, States) {
-  MIGD_ASSERT_OK_AND_ASSIGN(std::vector<migd::v1::InstanceState> states,
-                            ParseStates({"Creating, reclaiming", "DELETING"}));
-  EXPECT_EQ(states, (std::vector<migd::v1::InstanceState>{
-                        migd::v1::INSTANCE_STATE_CREATING, migd::v1::INSTANCE_STATE_RECLAIMING,
-                        migd::v1::INSTANCE_STATE_DELETING}));
-  MIGD_ASSERT_OK_AND_ASSIGN(states, ParseStates({}));
-  EXPECT_TRUE(states.empty());
-  EXPECT_THAT(ParseStates({"active,"}).status(),
-              StatusIs(StatusCode::kInvalidArgument, HasSubstr("unknown state ''")));
-}
-
-TEST(ParseTest, InstanceSpecs) {
-  EXPECT_THAT(ParseInstanceSpecs({}).status(),
-              StatusIs(StatusCode::kInvalidArgument, HasSubstr("no instances")));
-  MIGD_ASSERT_OK_AND_ASSIGN(std::vector<migd::v1::InstanceSpec> specs,
-                            ParseInstanceSpecs({"gpu0/2g.20gb", "1g.10gb+me"}));
-  ASSERT_EQ(specs.size(), 2u);
-  EXPECT_EQ(specs[0].gpu(), 0u);
-  EXPECT_FALSE(specs[0].has_placement());
-  EXPECT_EQ(specs[1].profile(), "1g.10gb+me");
-}
-
 TEST(ColorTest, Decision) {
   ClientOptions o;
   EXPECT_FALSE(UseColor(o));
@@ -706,8 +649,7 @@ TEST(LocalCommandsTest, SimStatsYaml) {
       state, R"({"counters": {"nvmlInit_v2": {"SUCCESS": 2}, "nvmlShutdown": {"SUCCESS": 1}}})");
   std::ostringstream out;
   std::ostringstream err;
-  ASSERT_EQ(RunMigctl({"sim-stats", "--state", state, "-o", "yaml"}, {}, out, err), 0)
-      << err.str();
+  ASSERT_EQ(RunMigctl({"sim-stats", "--state", state, "-o", "yaml"}, {}, out, err), 0) << err.str();
   const YAML::Node yaml = YAML::Load(out.str());
   ASSERT_TRUE(yaml.IsDefined()) << out.str();
   EXPECT_THAT(out.str(), HasSubstr("nvmlInit_v2"));

@@ -197,14 +197,117 @@ std::string FitLabel(std::string_view text, size_t width) {
   return out + "~";
 }
 
-std::string RenderStatus(const migd::v1::ListResponse& list,
-                         const migd::v1::GetStatusResponse& status, const RenderOptions& options) {
-  std::string out;
-  const size_t usable =
-      options.width > kMargin + 1 ? static_cast<size_t>(options.width) - kMargin - 1 : 0;
+namespace {
 
-  // Header.
-  out += "migd " + (status.version().empty() ? std::string("?") : Printable(status.version()));
+// One GPU's row of slices: blocks placed in list order (instances, then
+// foreign ones) if they fit the table and overlap no block placed before;
+// what cannot be drawn becomes a note. Free slices fill the rest.
+class SliceRow {
+ public:
+  explicit SliceRow(uint32_t slices) : slices_(slices), covered_(slices, false) {}
+
+  // True if `b` was placed; otherwise a note names `what`.
+  bool Place(Block b, const std::string& what) {
+    if (b.size == 0 || b.start >= slices_ || b.size > slices_ - b.start) {
+      notes_.push_back(what + " at " + PlacementText(b.start, b.size) + " (outside the " +
+                       std::to_string(slices_) + "-slice table)");
+      return false;
+    }
+    for (uint32_t s = b.start; s < b.start + b.size; ++s) {
+      if (covered_[s]) {
+        notes_.push_back(what + " at " + PlacementText(b.start, b.size) +
+                         " (overlaps another instance)");
+        return false;
+      }
+    }
+    for (uint32_t s = b.start; s < b.start + b.size; ++s) covered_[s] = true;
+    blocks_.push_back(std::move(b));
+    return true;
+  }
+
+  // Fills every uncovered slice with a free block; returns how many.
+  uint64_t FillFree() {
+    uint64_t n = 0;
+    for (uint32_t s = 0; s < slices_; ++s) {
+      if (covered_[s]) continue;
+      Block b;
+      b.start = s;
+      b.size = 1;
+      b.kind = Kind::kFree;
+      b.lines[0] = "free";
+      blocks_.push_back(std::move(b));
+      ++n;
+    }
+    std::sort(blocks_.begin(), blocks_.end(),
+              [](const Block& a, const Block& b) { return a.start < b.start; });
+    return n;
+  }
+
+  const std::vector<Block>& blocks() const { return blocks_; }
+  const std::vector<std::string>& notes() const { return notes_; }
+
+ private:
+  const uint32_t slices_;
+  std::vector<bool> covered_;
+  std::vector<Block> blocks_;
+  std::vector<std::string> notes_;
+};
+
+Block InstanceBlock(const migd::v1::Instance& inst, const RenderOptions& options) {
+  Block b;
+  b.start = inst.placement().start();
+  b.size = inst.placement().size();
+  b.kind = KindOf(inst.state());
+  b.lines[0] = inst.profile();
+  b.lines[1] = std::string(StateLabel(inst.state()));
+  b.lines[2] = OwnerLabel(inst.owner());
+  if (inst.state() == migd::v1::INSTANCE_STATE_IDLE && options.now_unix_ms > 0 &&
+      inst.last_used_unix_ms() > 0) {
+    b.lines[2] = "idle " + ShortAge(options.now_unix_ms - inst.last_used_unix_ms());
+  }
+  return b;
+}
+
+Block ForeignBlock(const migd::v1::ForeignInstance& f) {
+  Block b;
+  b.start = f.placement().start();
+  b.size = f.placement().size();
+  b.kind = Kind::kForeign;
+  b.lines[0] = f.profile();
+  b.lines[1] = "foreign";
+  b.lines[2] = "gi " + std::to_string(f.gi_id());
+  return b;
+}
+
+// The blocks of `gpu` and the totals counted from what was drawn.
+Totals PlaceBlocks(const migd::v1::Gpu& gpu, const migd::v1::ListResponse& list,
+                   const RenderOptions& options, SliceRow* row) {
+  Totals counted;
+  for (const migd::v1::Instance& inst : list.instances()) {
+    if (inst.gpu_index() != gpu.index()) continue;
+    Block b = InstanceBlock(inst, options);
+    const std::string what =
+        inst.profile() + " " + b.lines[1] + (inst.mig_uuid().empty() ? "" : " " + inst.mig_uuid());
+    const Kind kind = b.kind;
+    const uint32_t size = b.size;
+    if (row->Place(std::move(b), what))
+      (kind == Kind::kIdle ? counted.idle : counted.active) += size;
+  }
+  for (const migd::v1::ForeignInstance& f : list.foreign()) {
+    if (f.gpu_index() != gpu.index()) continue;
+    const uint32_t size = f.placement().size();
+    if (row->Place(ForeignBlock(f), f.profile() + " foreign gi " + std::to_string(f.gi_id()))) {
+      counted.foreign += size;
+    }
+  }
+  counted.free = row->FillFree();
+  return counted;
+}
+
+std::string RenderHeader(const migd::v1::ListResponse& list,
+                         const migd::v1::GetStatusResponse& status) {
+  std::string out =
+      "migd " + (status.version().empty() ? std::string("?") : Printable(status.version()));
   if (!status.driver_version().empty()) out += "  driver " + Printable(status.driver_version());
   if (status.simulated()) out += "  simulated";
   out += "  " + std::to_string(list.gpus_size()) + (list.gpus_size() == 1 ? " GPU" : " GPUs") +
@@ -213,144 +316,65 @@ std::string RenderStatus(const migd::v1::ListResponse& list,
     out += "CDI driver edits: " + Printable(status.cdi_common_edits()) + "\n";
   }
   for (const std::string& w : status.warnings()) out += "WARNING: " + Printable(w) + "\n";
+  return out;
+}
 
-  std::map<uint32_t, const migd::v1::GpuStatus*> by_index;
-  for (const migd::v1::GpuStatus& gs : status.gpus()) by_index[gs.gpu().index()] = &gs;
-
-  Totals node;
-  int mig_gpus = 0;
-  for (const migd::v1::Gpu& gpu : list.gpus()) {
-    out += "\nGPU " + std::to_string(gpu.index()) + "  " + Printable(gpu.name()) + "  " +
-           Printable(gpu.uuid());
-    if (!gpu.mig_enabled()) {
-      out += "  MIG disabled\n  no instances here; to use it: `nvidia-smi -i " +
-             std::to_string(gpu.index()) + " -mig 1`, reset the GPU, restart migd\n";
-      continue;
-    }
-    ++mig_gpus;
-    const uint32_t slices = gpu.memory_slices();
-    out += "  MIG enabled  " + std::to_string(slices) + " slices  " +
-           std::to_string(gpu.memory_total_mib()) + " MiB\n";
-    if (slices == 0) {
-      out += "  no memory-slice table reported for this GPU\n";
-      continue;
-    }
-    const size_t cell = std::clamp<size_t>(usable / slices, kMinCell, kMaxCell);
-
-    // Candidate blocks in list order (instances, then foreign), drawn if they
-    // fit the table and do not overlap one already drawn.
-    std::vector<Block> blocks;
-    std::vector<std::string> notes;
-    std::vector<bool> covered(slices, false);
-    auto place = [&](Block b, const std::string& what) {
-      if (b.size == 0 || b.start >= slices || b.size > slices - b.start) {
-        notes.push_back(what + " at " + PlacementText(b.start, b.size) + " (outside the " +
-                        std::to_string(slices) + "-slice table)");
-        return;
-      }
-      for (uint32_t s = b.start; s < b.start + b.size; ++s) {
-        if (covered[s]) {
-          notes.push_back(what + " at " + PlacementText(b.start, b.size) +
-                          " (overlaps another instance)");
-          return;
-        }
-      }
-      for (uint32_t s = b.start; s < b.start + b.size; ++s) covered[s] = true;
-      blocks.push_back(std::move(b));
-    };
-    Totals counted;
-    for (const migd::v1::Instance& inst : list.instances()) {
-      if (inst.gpu_index() != gpu.index()) continue;
-      Block b;
-      b.start = inst.placement().start();
-      b.size = inst.placement().size();
-      b.kind = KindOf(inst.state());
-      b.lines[0] = inst.profile();
-      b.lines[1] = std::string(StateLabel(inst.state()));
-      b.lines[2] = OwnerLabel(inst.owner());
-      if (inst.state() == migd::v1::INSTANCE_STATE_IDLE && options.now_unix_ms > 0 &&
-          inst.last_used_unix_ms() > 0) {
-        b.lines[2] = "idle " + ShortAge(options.now_unix_ms - inst.last_used_unix_ms());
-      }
-      const size_t before = blocks.size();
-      place(b, inst.profile() + " " + b.lines[1] +
-                   (inst.mig_uuid().empty() ? "" : " " + inst.mig_uuid()));
-      if (blocks.size() > before) {
-        (b.kind == Kind::kIdle ? counted.idle : counted.active) += b.size;
-      }
-    }
-    for (const migd::v1::ForeignInstance& f : list.foreign()) {
-      if (f.gpu_index() != gpu.index()) continue;
-      Block b;
-      b.start = f.placement().start();
-      b.size = f.placement().size();
-      b.kind = Kind::kForeign;
-      b.lines[0] = f.profile();
-      b.lines[1] = "foreign";
-      b.lines[2] = "gi " + std::to_string(f.gi_id());
-      const size_t before = blocks.size();
-      place(b, f.profile() + " foreign gi " + std::to_string(f.gi_id()));
-      if (blocks.size() > before) counted.foreign += b.size;
-    }
-    for (uint32_t s = 0; s < slices; ++s) {
-      if (covered[s]) continue;
-      Block b;
-      b.start = s;
-      b.size = 1;
-      b.kind = Kind::kFree;
-      b.lines[0] = "free";
-      blocks.push_back(std::move(b));
-      ++counted.free;
-    }
-    std::sort(blocks.begin(), blocks.end(),
-              [](const Block& a, const Block& b) { return a.start < b.start; });
-    DrawRow(blocks, slices, cell, options.color, out);
-
-    Totals t = counted;
-    std::optional<double> frag;
-    if (auto it = by_index.find(gpu.index()); it != by_index.end()) {
-      const migd::v1::GpuStatus& gs = *it->second;
-      t = Totals{gs.free_slices(), gs.idle_slices(), gs.active_slices(), gs.foreign_slices()};
-      frag = gs.fragmentation();
-    }
-    out += "  slices: " + std::to_string(t.free) + " free, " + std::to_string(t.idle) +
-           " idle, " + std::to_string(t.active) + " active, " + std::to_string(t.foreign) +
-           " foreign";
-    out += frag ? "; fragmentation " + Fixed2(*frag) + "\n" : "\n";
-    for (const std::string& note : notes) out += "  not drawn: " + Printable(note) + "\n";
-    node.free += t.free;
-    node.idle += t.idle;
-    node.active += t.active;
-    node.foreign += t.foreign;
+// One GPU's section; adds its totals to `node` (MIG-enabled GPUs only).
+std::string RenderGpu(const migd::v1::Gpu& gpu, const migd::v1::ListResponse& list,
+                      const migd::v1::GpuStatus* gs, const RenderOptions& options, Totals* node) {
+  std::string out = "\nGPU " + std::to_string(gpu.index()) + "  " + Printable(gpu.name()) + "  " +
+                    Printable(gpu.uuid());
+  if (!gpu.mig_enabled()) {
+    return out + "  MIG disabled\n  no instances here; to use it: `nvidia-smi -i " +
+           std::to_string(gpu.index()) + " -mig 1`, reset the GPU, restart migd\n";
   }
+  const uint32_t slices = gpu.memory_slices();
+  out += "  MIG enabled  " + std::to_string(slices) + " slices  " +
+         std::to_string(gpu.memory_total_mib()) + " MiB\n";
+  if (slices == 0) return out + "  no memory-slice table reported for this GPU\n";
+  const size_t usable =
+      options.width > kMargin + 1 ? static_cast<size_t>(options.width) - kMargin - 1 : 0;
+  const size_t cell = std::clamp<size_t>(usable / slices, kMinCell, kMaxCell);
+  SliceRow row(slices);
+  Totals t = PlaceBlocks(gpu, list, options, &row);
+  DrawRow(row.blocks(), slices, cell, options.color, out);
+  std::optional<double> frag;
+  if (gs != nullptr) {
+    t = Totals{gs->free_slices(), gs->idle_slices(), gs->active_slices(), gs->foreign_slices()};
+    frag = gs->fragmentation();
+  }
+  out += "  slices: " + std::to_string(t.free) + " free, " + std::to_string(t.idle) + " idle, " +
+         std::to_string(t.active) + " active, " + std::to_string(t.foreign) + " foreign";
+  out += frag ? "; fragmentation " + Fixed2(*frag) + "\n" : "\n";
+  for (const std::string& note : row.notes()) out += "  not drawn: " + Printable(note) + "\n";
+  node->free += t.free;
+  node->idle += t.idle;
+  node->active += t.active;
+  node->foreign += t.foreign;
+  return out;
+}
 
-  // Instances on a GPU the list does not describe (it vanished, or a filter
-  // mismatch) are still shown.
-  std::string orphans;
+// Instances on a GPU the list does not describe (it vanished, or a filter
+// mismatch) are still shown.
+std::string RenderOrphans(const migd::v1::ListResponse& list) {
   auto known = [&](uint32_t index) {
     for (const migd::v1::Gpu& g : list.gpus()) {
       if (g.index() == index) return true;
     }
     return false;
   };
+  std::string orphans;
   for (const migd::v1::Instance& inst : list.instances()) {
     if (known(inst.gpu_index())) continue;
-    orphans += "  GPU " + std::to_string(inst.gpu_index()) + " " + Printable(inst.profile()) +
-               " " + std::string(StateLabel(inst.state())) + " at " +
+    orphans += "  GPU " + std::to_string(inst.gpu_index()) + " " + Printable(inst.profile()) + " " +
+               std::string(StateLabel(inst.state())) + " at " +
                PlacementText(inst.placement().start(), inst.placement().size()) +
                (inst.mig_uuid().empty() ? "" : " " + Printable(inst.mig_uuid())) + "\n";
   }
-  if (!orphans.empty()) out += "\ninstances on GPUs not listed:\n" + orphans;
+  return orphans.empty() ? "" : "\ninstances on GPUs not listed:\n" + orphans;
+}
 
-  out += "\nnode: " + std::to_string(node.free) + " free, " + std::to_string(node.idle) +
-         " idle, " + std::to_string(node.active) + " active, " + std::to_string(node.foreign) +
-         " foreign slices on " + std::to_string(mig_gpus) + " MIG-enabled GPU" +
-         (mig_gpus == 1 ? "" : "s") + "; instances: " +
-         std::to_string(status.instances_active()) + " active, " +
-         std::to_string(status.instances_idle()) + " idle, " +
-         std::to_string(status.instances_error()) + " error, " +
-         std::to_string(status.instances_foreign()) + " foreign\n";
-
+std::string RenderLegend(bool color) {
   struct Entry {
     Kind kind;
     std::string_view text;
@@ -363,15 +387,39 @@ std::string RenderStatus(const migd::v1::ListResponse& list,
       {Kind::kForeign, "foreign: not created by migd, preserved"},
       {Kind::kFree, "free: no instance"},
   };
-  out += "legend:";
+  std::string out = "legend:";
   for (size_t i = 0; i < std::size(kLegend); ++i) {
     const Entry& e = kLegend[i];
     out += i == 0 ? " " : i % 2 == 0 ? "\n        " : "  ";
-    if (options.color) out += std::string(Sgr(e.kind)) + "  " + std::string(kReset) + " ";
+    if (color) out += std::string(Sgr(e.kind)) + "  " + std::string(kReset) + " ";
     out += e.text;
   }
-  out += "\n";
-  return out;
+  return out + "\n";
+}
+
+}  // namespace
+
+std::string RenderStatus(const migd::v1::ListResponse& list,
+                         const migd::v1::GetStatusResponse& status, const RenderOptions& options) {
+  std::string out = RenderHeader(list, status);
+  std::map<uint32_t, const migd::v1::GpuStatus*> by_index;
+  for (const migd::v1::GpuStatus& gs : status.gpus()) by_index[gs.gpu().index()] = &gs;
+  Totals node;
+  int mig_gpus = 0;
+  for (const migd::v1::Gpu& gpu : list.gpus()) {
+    const auto it = by_index.find(gpu.index());
+    out += RenderGpu(gpu, list, it == by_index.end() ? nullptr : it->second, options, &node);
+    if (gpu.mig_enabled()) ++mig_gpus;
+  }
+  out += RenderOrphans(list);
+  out += "\nnode: " + std::to_string(node.free) + " free, " + std::to_string(node.idle) +
+         " idle, " + std::to_string(node.active) + " active, " + std::to_string(node.foreign) +
+         " foreign slices on " + std::to_string(mig_gpus) + " MIG-enabled GPU" +
+         (mig_gpus == 1 ? "" : "s") + "; instances: " + std::to_string(status.instances_active()) +
+         " active, " + std::to_string(status.instances_idle()) + " idle, " +
+         std::to_string(status.instances_error()) + " error, " +
+         std::to_string(status.instances_foreign()) + " foreign\n";
+  return out + RenderLegend(options.color);
 }
 
 }  // namespace migd::cli

@@ -1,6 +1,8 @@
 // File: daemon/daemon.h
 //
-// The migd process (DESIGN.md §8): configuration, wiring, signals, shutdown.
+// The migd process: configuration, wiring, signals, shutdown (daemon.cc
+// holds the order; each piece is its own file: effective_config.h,
+// simulation.h, state_dir.h, signals.h, kubernetes_frontends.h).
 //
 // Startup, in order (each failure exits with the code below and one
 // "migd: ..." line on stderr that says what to do):
@@ -31,7 +33,7 @@
 // the API stops accepting and drains in-flight calls (10 s deadline), the
 // device plugin and the pod watcher stop, the metrics server stops, the reconciler stops, the
 // Manager is destroyed, NVML is shut down once; exit 0. SIGHUP: the config file is read again; the
-// reloadable keys (config.h DiffConfigs) are applied through
+// reloadable keys (config_reload.h DiffConfigs) are applied through
 // Manager::SetPolicy and the log level; the other changed keys are logged as
 // needing a restart. A reload that fails validation changes nothing.
 //

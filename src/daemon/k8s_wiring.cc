@@ -16,14 +16,14 @@ StatusOr<std::vector<engine::OwnedInstance>> FailClosedOwnerSource::ActiveOwners
 void DeferredBackend::Set(k8s::AllocationBackend* backend) {
   backend->SetDevicesChangedCallback([this] { NotifyDevicesChanged(); });
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     backend_ = backend;
   }
   NotifyDevicesChanged();  // the plugin sends the real list now
 }
 
 k8s::AllocationBackend* DeferredBackend::Get() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return backend_;
 }
 

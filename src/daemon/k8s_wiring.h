@@ -10,7 +10,8 @@
 //
 // DeferredBackend is the device plugin's AllocationBackend before recovery
 // has finished: the plugin serves and registers with kubelet first
-// (kubelet-apis.md §1.8), advertising nothing and refusing Allocate with
+// (so that kubelet sees the plugin again before any slow work),
+// advertising nothing and refusing Allocate with
 // kUnavailable (kubelet retries the pod) until Set() hands it the real
 // backend; from then on every call is forwarded and the backend's
 // devices-changed notifications reach the plugin.
@@ -21,11 +22,11 @@
 #define MIGD_DAEMON_K8S_WIRING_H_
 
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "engine/owner_source.h"
 #include "k8s/allocation_backend.h"
@@ -47,7 +48,7 @@ class FailClosedOwnerSource final : public engine::OwnerSource {
 class DeferredBackend final : public k8s::AllocationBackend {
  public:
   // `backend` must outlive this object.
-  void Set(k8s::AllocationBackend* backend);
+  void Set(k8s::AllocationBackend* backend) ABSL_LOCKS_EXCLUDED(mu_);
   std::vector<k8s::AdvertisedDevice> Devices() override;
   StatusOr<k8s::ContainerAllocation> AllocateContainer(
       const std::vector<std::string>& device_ids) override;
@@ -56,9 +57,9 @@ class DeferredBackend final : public k8s::AllocationBackend {
       int size) override;
 
  private:
-  k8s::AllocationBackend* Get();
-  std::mutex mu_;
-  k8s::AllocationBackend* backend_ = nullptr;  // guarded by mu_
+  k8s::AllocationBackend* Get() ABSL_LOCKS_EXCLUDED(mu_);
+  Mutex mu_;
+  k8s::AllocationBackend* backend_ ABSL_GUARDED_BY(mu_) = nullptr;
 };
 
 }  // namespace migd::daemon

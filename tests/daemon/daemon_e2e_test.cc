@@ -20,7 +20,6 @@
 #include <filesystem>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -28,6 +27,7 @@
 #include <vector>
 
 #include "base/file_util.h"
+#include "base/mutex.h"
 #include "migd/v1/migd.grpc.pb.h"
 #include "testing/daemon_process.h"
 #include "testing/eventually.h"
@@ -237,60 +237,113 @@ TEST_F(DaemonE2eTest, FullLifecycleReusesTheSameMigUuidThenReclaims) {
   EXPECT_EQ(SimCount("nvmlShutdown", "SUCCESS"), 1u);
 }
 
-TEST_F(DaemonE2eTest, SigtermUnderLoadThenRestartLosesNothing) {
-  std::unique_ptr<DaemonProcess> migd = Start(Args());
-  ASSERT_NE(migd, nullptr);
-
-  // Each client keeps at most two allocations (2 x 4 < 14 free 1g slots), so
-  // nothing fails for lack of space; every failure comes from the shutdown.
-  constexpr int kClients = 4;
+// What the clients of SigtermUnderLoadThenRestartLosesNothing were told,
+// shared by their threads.
+class Ledger {
+ public:
   struct Held {
     std::string request_id;
     std::string owner;
     std::string mig_uuid;
   };
-  std::mutex mu;
-  std::map<std::string, Held> active;  // request id -> what the client was told
-  std::set<std::string> uncertain;     // requests whose outcome the client did not see
+  void Allocated(Held held) ABSL_LOCKS_EXCLUDED(mu_) {
+    MutexLock lock(&mu_);
+    const std::string rid = held.request_id;
+    active_[rid] = std::move(held);
+  }
+  void Released(const std::string& rid) ABSL_LOCKS_EXCLUDED(mu_) {
+    MutexLock lock(&mu_);
+    active_.erase(rid);
+  }
+  // A call the client did not see the end of: its outcome is not checked.
+  void Uncertain(const std::string& rid) ABSL_LOCKS_EXCLUDED(mu_) {
+    MutexLock lock(&mu_);
+    active_.erase(rid);
+    uncertain_.insert(rid);
+  }
+  std::map<std::string, Held> active() ABSL_LOCKS_EXCLUDED(mu_) {
+    MutexLock lock(&mu_);
+    return active_;
+  }
+  bool uncertain(const std::string& rid) ABSL_LOCKS_EXCLUDED(mu_) {
+    MutexLock lock(&mu_);
+    return uncertain_.contains(rid);
+  }
+
+ private:
+  Mutex mu_;
+  std::map<std::string, Held> active_ ABSL_GUARDED_BY(mu_);  // by request id
+  std::set<std::string> uncertain_ ABSL_GUARDED_BY(mu_);
+};
+
+class DaemonLoadTest : public DaemonE2eTest {
+ protected:
+  // Allocates and releases until a call fails (migd shutting down); keeps at
+  // most two allocations (4 clients x 2 x 4 < 14 free 1g slots), so nothing
+  // fails for lack of space.
+  void RunClient(int c, Ledger* ledger, std::atomic<int>* completed) {
+    auto stub = Stub();
+    std::vector<std::string> mine;
+    for (int i = 0;; ++i) {
+      const std::string rid = "c" + std::to_string(c) + "-" + std::to_string(i);
+      const std::string owner = "owner-" + rid;
+      v1::AllocateResponse resp;
+      if (!Allocate(*stub, rid, owner, i % 3 == 0 ? "2g.10gb" : "1g.10gb", &resp).ok()) {
+        ledger->Uncertain(rid);
+        return;
+      }
+      ledger->Allocated({rid, owner, resp.instances(0).instance().mig_uuid()});
+      mine.push_back(rid);
+      ++*completed;
+      if (mine.size() <= 1) continue;
+      const std::string old = mine.front();
+      if (!Release(*stub, old).ok()) {
+        ledger->Uncertain(old);  // released or not: unknown
+        return;
+      }
+      ledger->Released(old);
+      mine.erase(mine.begin());
+      ++*completed;
+    }
+  }
+
+  // After the restart: every allocation a client was told about is Active
+  // with its MIG UUID and owner, nothing else is, and records and CDI specs
+  // match the instances one to one.
+  void ExpectNothingLost(Ledger& ledger) {
+    auto stub = Stub();
+    const v1::ListResponse after = List(*stub);
+    std::map<std::string, v1::Instance> by_request;
+    for (const v1::Instance& i : after.instances()) {
+      EXPECT_NE(i.state(), v1::INSTANCE_STATE_ERROR) << i.mig_uuid();
+      if (i.state() == v1::INSTANCE_STATE_ACTIVE) by_request[i.request_id()] = i;
+    }
+    const std::map<std::string, Ledger::Held> active = ledger.active();
+    ASSERT_FALSE(active.empty());
+    for (const auto& [rid, held] : active) {
+      auto it = by_request.find(rid);
+      ASSERT_NE(it, by_request.end()) << "allocation " << rid << " lost in the restart";
+      EXPECT_EQ(it->second.mig_uuid(), held.mig_uuid) << rid;
+      EXPECT_EQ(it->second.owner().opaque_id(), held.owner) << rid;
+    }
+    for (const auto& [rid, inst] : by_request) {
+      EXPECT_TRUE(active.contains(rid) || ledger.uncertain(rid)) << rid;
+    }
+    std::set<std::string> want_specs;
+    for (const v1::Instance& i : after.instances()) want_specs.insert(CdiFile(i.mig_uuid()));
+    EXPECT_EQ(JsonFiles(CdiDir()), want_specs);
+    EXPECT_EQ(JsonFiles(StateDir()).size(), static_cast<size_t>(after.instances_size()));
+  }
+};
+
+TEST_F(DaemonLoadTest, SigtermUnderLoadThenRestartLosesNothing) {
+  std::unique_ptr<DaemonProcess> migd = Start(Args());
+  ASSERT_NE(migd, nullptr);
+  Ledger ledger;
   std::atomic<int> completed{0};
   std::vector<std::thread> clients;
-  for (int c = 0; c < kClients; ++c) {
-    clients.emplace_back([&, c] {
-      auto stub = Stub();
-      std::vector<std::string> mine;
-      for (int i = 0;; ++i) {
-        const std::string rid = "c" + std::to_string(c) + "-" + std::to_string(i);
-        const std::string owner = "owner-" + rid;
-        v1::AllocateResponse resp;
-        const grpc::Status s =
-            Allocate(*stub, rid, owner, i % 3 == 0 ? "2g.10gb" : "1g.10gb", &resp);
-        if (!s.ok()) {
-          std::lock_guard<std::mutex> lock(mu);
-          uncertain.insert(rid);
-          return;
-        }
-        {
-          std::lock_guard<std::mutex> lock(mu);
-          active[rid] = Held{rid, owner, resp.instances(0).instance().mig_uuid()};
-        }
-        mine.push_back(rid);
-        ++completed;
-        if (mine.size() > 1) {
-          const std::string old = mine.front();
-          const grpc::Status r = Release(*stub, old);
-          std::lock_guard<std::mutex> lock(mu);
-          if (!r.ok()) {
-            // Released or not: unknown, so it is not checked after restart.
-            active.erase(old);
-            uncertain.insert(old);
-            return;
-          }
-          active.erase(old);
-          mine.erase(mine.begin());
-          ++completed;
-        }
-      }
-    });
+  for (int c = 0; c < 4; ++c) {
+    clients.emplace_back([&, c] { RunClient(c, &ledger, &completed); });
   }
   ASSERT_TRUE(Eventually([&] { return completed.load() >= 40; })) << migd->Stderr();
   migd->Signal(SIGTERM);
@@ -301,30 +354,7 @@ TEST_F(DaemonE2eTest, SigtermUnderLoadThenRestartLosesNothing) {
 
   std::unique_ptr<DaemonProcess> again = Start(Args());
   ASSERT_NE(again, nullptr);
-  auto stub = Stub();
-  const v1::ListResponse after = List(*stub);
-  std::map<std::string, v1::Instance> by_request;
-  for (const v1::Instance& i : after.instances()) {
-    EXPECT_NE(i.state(), v1::INSTANCE_STATE_ERROR) << i.mig_uuid();
-    if (i.state() == v1::INSTANCE_STATE_ACTIVE) by_request[i.request_id()] = i;
-  }
-  ASSERT_FALSE(active.empty());
-  for (const auto& [rid, held] : active) {
-    auto it = by_request.find(rid);
-    ASSERT_NE(it, by_request.end()) << "allocation " << rid << " lost in the restart";
-    EXPECT_EQ(it->second.mig_uuid(), held.mig_uuid) << rid;
-    EXPECT_EQ(it->second.owner().opaque_id(), held.owner) << rid;
-  }
-  // Nothing Active that no client was told about (except calls cut short).
-  for (const auto& [rid, inst] : by_request) {
-    EXPECT_TRUE(active.count(rid) == 1 || uncertain.count(rid) == 1) << rid;
-  }
-  // Records and CDI specs match the instances one to one.
-  std::set<std::string> want_specs;
-  for (const v1::Instance& i : after.instances()) want_specs.insert(CdiFile(i.mig_uuid()));
-  EXPECT_EQ(JsonFiles(CdiDir()), want_specs);
-  EXPECT_EQ(JsonFiles(StateDir()).size(), static_cast<size_t>(after.instances_size()));
-
+  ExpectNothingLost(ledger);
   const DaemonExit second = again->Stop();
   EXPECT_EQ(second.exit_code, 0) << second.err;
   // One NVML session per process: two processes, two inits, two shutdowns.

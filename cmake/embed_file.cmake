@@ -1,5 +1,6 @@
-# Turns a file into a C++ source that defines it as a byte array, so the
-# catalogue is part of the binary (run as a build step by src/mig/CMakeLists.txt).
+# Turns a file into a C++ source that defines it as a byte array, so data (the
+# MIG catalogue) is part of the binary. Run as a build step by migd_embed_file
+# (cmake/migd.cmake).
 #
 #   cmake -DINPUT=<file> -DOUTPUT=<file.cc> -DNAMESPACE=<ns> -DSYMBOL=<name> -P embed_file.cmake
 #

@@ -1,0 +1,1 @@
+int FakeClock() { return 3; }

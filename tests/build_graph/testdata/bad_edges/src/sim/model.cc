@@ -1,0 +1,1 @@
+int Model() { return 4; }

@@ -246,6 +246,7 @@ bool FakeApiServer::Start() {
                    }
                    impl->PatchLocked(it->second, req, res, "nodes \"" + name + "\"");
                  });
+  for (const auto& install : extra_routes_) install(*server_);
   port_ = server_->bind_to_any_port("127.0.0.1");
   if (port_ <= 0) return false;
   thread_ = std::thread([this] { server_->listen_after_bind(); });
@@ -384,6 +385,10 @@ int FakeApiServer::requests(const std::string& method) const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   auto it = impl_->requests.find(method);
   return it == impl_->requests.end() ? 0 : it->second;
+}
+
+void FakeApiServer::AddRoutes(std::function<void(httplib::Server&)> install) {
+  extra_routes_.push_back(std::move(install));
 }
 
 int FakeApiServer::conflicts() const {

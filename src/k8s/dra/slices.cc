@@ -117,6 +117,12 @@ std::string_view CounterLayoutName(CounterLayout layout) {
   return layout == CounterLayout::kCombined ? "combined" : "split";
 }
 
+std::optional<CounterLayout> CounterLayoutFromName(std::string_view name) {
+  if (name == "combined") return CounterLayout::kCombined;
+  if (name == "split") return CounterLayout::kSplit;
+  return std::nullopt;
+}
+
 CounterLayout LayoutForServer(int major, int minor) {
   return (major > 1 || (major == 1 && minor >= 35)) ? CounterLayout::kSplit
                                                     : CounterLayout::kCombined;

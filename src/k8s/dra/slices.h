@@ -47,6 +47,8 @@ namespace migd::k8s::dra {
 
 enum class CounterLayout { kCombined, kSplit };
 std::string_view CounterLayoutName(CounterLayout layout);  // "combined", "split"
+// "combined", "split"; nullopt for anything else ("auto": ask the server).
+std::optional<CounterLayout> CounterLayoutFromName(std::string_view name);
 // kCombined below Kubernetes 1.35, kSplit from 1.35.
 CounterLayout LayoutForServer(int major, int minor);
 

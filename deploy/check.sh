@@ -179,11 +179,12 @@ if [ -x "$MIGD" ]; then
       "$TMP"/*)
         # A chart config turns the Kubernetes integration on, which needs a
         # cluster; everything else in it is checked as rendered.
-        label="chart-rendered migd.yaml #$n, kubernetes.enabled and recovery.ownerSource set to false/records"
+        label="chart-rendered migd.yaml #$n, kubernetes.enabled, dra.enabled and recovery.ownerSource set to false/false/records"
         python3 - "$cfg" "$d/migd.yaml" <<'EOF'
 import sys, yaml
 c = yaml.safe_load(open(sys.argv[1]))
 c.setdefault("kubernetes", {})["enabled"] = False
+c.setdefault("dra", {})["enabled"] = False
 c.setdefault("recovery", {})["ownerSource"] = "records"
 yaml.safe_dump(c, open(sys.argv[2], "w"), default_flow_style=False)
 EOF

@@ -52,6 +52,7 @@ Status CheckCdiClass(std::string_view value);             // cdi::ValidateClass
 Status CheckKubeletDir(std::string_view value);           // absolute, its sockets fit
 Status CheckResourceName(std::string_view value);         // <domain>/<name>
 Status CheckNodeNameIfSet(std::string_view value);        // "" or a DNS subdomain
+Status CheckDraDriverName(std::string_view value);        // DNS subdomain, <= 63
 Status CheckSocketMode(uint32_t mode);                    // owner rw, group rw at most
 
 // A DNS-1123 subdomain: lower-case alphanumerics, '-' and '.', at most 253

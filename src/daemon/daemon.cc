@@ -55,13 +55,14 @@
 #include "store/record_store.h"
 
 // The Kubernetes frontends are built when their directories exist
-// (src/daemon/CMakeLists.txt); without them kubernetes.enabled and
-// recovery.ownerSource: hami are refused at startup.
+// (src/daemon/CMakeLists.txt); without them kubernetes.enabled,
+// dra.enabled and recovery.ownerSource: hami are refused at startup.
 #if MIGD_HAVE_K8S
 #include "k8s/apiserver/hami_backend.h"
 #include "k8s/apiserver/kube_client.h"
 #include "k8s/apiserver/pod_watcher.h"
 #include "k8s/deviceplugin/device_plugin_server.h"
+#include "k8s/dra/dra_frontend.h"
 #include "k8s/podresources/kube_pod_lister.h"
 #endif
 
@@ -207,6 +208,7 @@ class Daemon {
   std::unique_ptr<k8s::DevicePluginServer> device_plugin_;
   std::unique_ptr<k8s::HamiBackend> hami_backend_;
   std::unique_ptr<k8s::PodWatcher> pod_watcher_;
+  std::unique_ptr<k8s::dra::DraFrontend> dra_;
 #endif
   std::unique_ptr<engine::Manager> manager_;
   std::unique_ptr<api::MigManagerService> service_;
@@ -532,15 +534,17 @@ std::optional<Failure> Daemon::SetUpKubernetesEarly() {
   const KubernetesConfig& k = config_.kubernetes;
   const std::string& source = config_.recovery.owner_source;
 #if !MIGD_HAVE_K8S
-  if (k.enabled || source == "hami") {
+  if (k.enabled || source == "hami" || config_.dra.enabled) {
     return Failure{kExitConfig,
                    "config " + ConfigSource(flags_) + ": " +
-                       (k.enabled ? "kubernetes.enabled: true" : "recovery.ownerSource: hami") +
+                       (k.enabled             ? "kubernetes.enabled: true"
+                        : config_.dra.enabled ? "dra.enabled: true"
+                                              : "recovery.ownerSource: hami") +
                        ": this migd was built without the Kubernetes frontends (src/k8s/"
                        "deviceplugin and src/k8s/apiserver); rebuild with them or turn it off"};
   }
 #else
-  if (k.enabled || source == "hami") {
+  if (k.enabled || source == "hami" || config_.dra.enabled) {
     StatusOr<k8s::KubeConfig> kc = k.api_server.in_cluster
                                        ? k8s::InClusterConfig()
                                        : k8s::LoadKubeconfig(k.api_server.kubeconfig);
@@ -581,6 +585,16 @@ std::optional<Failure> Daemon::SetUpKubernetesEarly() {
                      .Add("resource", k.resource_name)
                      .Add("node", k.node_name));
   }
+  if (config_.dra.enabled) {
+    // Before the engine: every instance event (recovery's too) republishes.
+    const DraConfig& d = config_.dra;
+    dra_ = std::make_unique<k8s::dra::DraFrontend>(
+        k8s::dra::DraFrontendOptions{d.driver_name, k.node_name, k.kubelet_dir,
+                                     k8s::dra::CounterLayoutFromName(d.counter_set_layout),
+                                     d.resync_interval},
+        kube_.get());
+    fanout_.Add(dra_->listener());
+  }
   if (source == "hami") {
     hami_pods_ = std::make_unique<k8s::KubeHamiPodLister>(*kube_, k.node_name);
     owners_ = std::make_unique<FailClosedOwnerSource>(
@@ -603,6 +617,19 @@ std::optional<Failure> Daemon::SetUpKubernetesEarly() {
 std::optional<Failure> Daemon::SetUpKubernetesLate() {
 #if MIGD_HAVE_K8S
   const KubernetesConfig& k = config_.kubernetes;
+  if (dra_) {
+    if (Status s = dra_->Start(manager_.get(), cdi_observer_.get(), clock_); !s.ok()) {
+      return Failure{kExitInUse, "cannot serve the DRA plugin under " + k.kubelet_dir + ": " +
+                                     s.ToString() +
+                                     " (is kubernetes.kubeletDir right, and are its plugins and "
+                                     "plugins_registry directories mounted into migd?)"};
+    }
+    spdlog::info("DRA driver serving{}",
+                 Fields()
+                     .Add("driver", config_.dra.driver_name)
+                     .Add("registration", dra_->plugin()->registration_socket())
+                     .Add("node", k.node_name));
+  }
   if (!k.enabled) return std::nullopt;
   k8s::HamiBackendOptions hopts;
   hopts.node_name = k.node_name;
@@ -712,6 +739,7 @@ void Daemon::Teardown() {
   if (api_server_) api_server_->Shutdown(kDrainDeadline);
 #if MIGD_HAVE_K8S
   // kubelet's calls and the pod watcher use the Manager: stop them first.
+  if (dra_) dra_->Stop();
   if (device_plugin_) device_plugin_->Stop();
   if (pod_watcher_) pod_watcher_->Stop();
   device_plugin_.reset();
@@ -725,6 +753,9 @@ void Daemon::Teardown() {
   service_.reset();
   hub_.Close();
   manager_.reset();
+#if MIGD_HAVE_K8S
+  dra_.reset();  // an engine listener: it goes after the engine
+#endif
   const bool had_driver = driver_ != nullptr;
   driver_.reset();  // the one nvmlShutdown of the process
   metrics_server_.reset();

@@ -32,6 +32,7 @@ class SlicePublisherTest : public ::testing::Test {
     MIGD_ASSERT_OK_AND_ASSIGN(client_, KubeClient::Create(c));
     api_ = std::make_unique<ResourceApi>(client_.get());
     const mig::GpuModel* m = mig::Catalog::Default().FindModel("a100-40gb");
+    MutexLock l(&mu_);
     for (int i = 0; i < 2; ++i) {
       node_.gpus.push_back(
           {GpuIndex(i), GpuUuid("GPU-" + std::to_string(i)), "NVIDIA A100", "", m, {}});

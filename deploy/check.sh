@@ -226,11 +226,12 @@ if [ -x "$MIGD" ]; then
         # cluster; everything else in it is checked as rendered.
         # cdi.commonEditsFrom names a host file migd must be able to read
         # at startup: a stand-in spec of the same layout is used instead.
-        label="chart-rendered migd.yaml #$n, kubernetes.enabled and recovery.ownerSource set to false/records"
+        label="chart-rendered migd.yaml #$n, kubernetes.enabled, dra.enabled and recovery.ownerSource set to false/false/records"
         python3 - "$cfg" "$d/migd.yaml" "$d/nvidia.yaml" <<'EOF'
 import sys, yaml
 c = yaml.safe_load(open(sys.argv[1]))
 c.setdefault("kubernetes", {})["enabled"] = False
+c.setdefault("dra", {})["enabled"] = False
 c.setdefault("recovery", {})["ownerSource"] = "records"
 if c.get("cdi", {}).get("commonEditsFrom"):
     with open(sys.argv[3], "w") as f:

@@ -109,6 +109,17 @@ struct KubernetesConfig {
   }
 };
 
+// The `dra:` section: migd as a Kubernetes DRA driver (docs/kubernetes.md,
+// "DRA mode"); node name, kubelet directory and API server come from the
+// `kubernetes:` section.
+struct DraConfig {
+  bool enabled{};                  // dra.enabled
+  std::string driver_name;         // dra.driverName
+  std::string counter_set_layout;  // dra.counterSetLayout: auto, combined, split
+  Duration resync_interval{};      // dra.resyncInterval
+  friend bool operator==(const DraConfig&, const DraConfig&) = default;
+};
+
 // The `recovery:` section: where startup learns which instances are in use
 // (engine/owner_source.h).
 struct RecoveryConfig {
@@ -137,6 +148,7 @@ struct Config {
   std::vector<std::string> mig_profile_allowlist;  // migProfileAllowlist (empty = every profile)
   LogConfig log;
   KubernetesConfig kubernetes;
+  DraConfig dra;
   RecoveryConfig recovery;
   friend bool operator==(const Config&, const Config&) = default;
 };

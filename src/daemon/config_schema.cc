@@ -16,6 +16,7 @@ constexpr std::string_view kLogLevels[] = {"trace", "debug",    "info", "warn",
                                            "error", "critical", "off"};
 // engine/owner_source.h.
 constexpr std::string_view kOwnerSources[] = {"records", "podresources", "hami"};
+constexpr std::string_view kCounterSetLayouts[] = {"auto", "combined", "split"};
 
 // The schema. To add a key: a field in config.h, a row here (in file order,
 // under its section), then `make config-doc` (docs/config.md, "Adding a key").
@@ -272,6 +273,43 @@ constexpr KeySpec kSchema[] = {
      .field = [](Config& c) -> FieldRef { return &c.kubernetes.hami; },
      .doc = "HAMi protocol mode (placeholder replicas, reservations in pod annotations). "
             "`false` is refused: it is the only mode so far."},
+    {.path = "dra"},
+    {.path = "dra.enabled",
+     .type = KeyType::kBool,
+     .default_value = "false",
+     .field = [](Config& c) -> FieldRef { return &c.dra.enabled; },
+     .doc = "Be this node's Kubernetes DRA driver (docs/kubernetes.md, \"DRA mode\"): register "
+            "with kubelet through `<kubeletDir>/plugins_registry/<driverName>-reg.sock`, serve "
+            "`<kubeletDir>/plugins/<driverName>/dra.sock`, publish the node's MIG devices as "
+            "ResourceSlices ordered by the planner, prepare claims through the engine. Excludes "
+            "`kubernetes.enabled` (HAMi mode); needs `kubernetes.nodeName`, API-server access, "
+            "`cdi.enabled` and `recovery.ownerSource: records`."},
+    {.path = "dra.driverName",
+     .type = KeyType::kString,
+     .default_value = "mig.migd.io",
+     .field = [](Config& c) -> FieldRef { return &c.dra.driver_name; },
+     .check = CheckDraDriverName,
+     .type_doc = "DNS subdomain (≤ 63)",
+     .doc = "The DRA driver name: `spec.driver` of the ResourceSlices, the name kubelet matches "
+            "to claims' allocation results, and the DeviceClass selector's driver. One driver "
+            "per node: do not share it with another DRA driver."},
+    {.path = "dra.counterSetLayout",
+     .type = KeyType::kString,
+     .default_value = "auto",
+     .field = [](Config& c) -> FieldRef { return &c.dra.counter_set_layout; },
+     .choices = kCounterSetLayouts,
+     .choice_noun = "a counter-set layout",
+     .doc = "Where the per-GPU counter sets go. `combined`: in each GPU's device slice "
+            "(Kubernetes 1.34). `split`: in slices of their own (1.35 and later; the alpha API "
+            "changed incompatibly). `auto`: from the API server's `/version`."},
+    {.path = "dra.resyncInterval",
+     .type = KeyType::kDuration,
+     .default_value = "30s",
+     .field = [](Config& c) -> FieldRef { return &c.dra.resync_interval; },
+     .range = {.min = seconds(1), .max = hours(1)},
+     .doc = "How often migd compares its ResourceSlices with the API server and rewrites them "
+            "if they differ or vanished (they are also republished on every layout change and "
+            "every kubelet registration)."},
     {.path = "recovery"},
     {.path = "recovery.ownerSource",
      .type = KeyType::kString,

@@ -74,7 +74,7 @@ class Validator {
   // The rules that involve more than one key (the Kubernetes integration).
   Status CrossKeyRules() const {
     const KubernetesConfig& k = c_.kubernetes;
-    const bool needs_api_server = k.enabled || c_.recovery.owner_source == "hami";
+    const bool needs_api_server = k.enabled || c_.recovery.owner_source == "hami" || c_.dra.enabled;
     if (k.api_server.in_cluster && !k.api_server.kubeconfig.empty()) {
       return Error("kubernetes.apiServer.kubeconfig",
                    "set together with inCluster: true; choose one (inCluster: false to use the "
@@ -87,13 +87,49 @@ class Validator {
     if (needs_api_server && k.node_name.empty()) {
       return Error("kubernetes.nodeName",
                    std::string("is empty and NODE_NAME is not set; ") +
-                       (k.enabled ? "kubernetes.enabled" : "recovery.ownerSource: hami") +
+                       (k.enabled        ? "kubernetes.enabled"
+                        : c_.dra.enabled ? "dra.enabled"
+                                         : "recovery.ownerSource: hami") +
                        " needs this node's name (set it, or NODE_NAME from the downward API "
                        "spec.nodeName)");
     }
     if (k.enabled && !k.hami) {
       return Error("kubernetes.hami",
                    "false is not supported yet: HAMi protocol mode is migd's only Kubernetes mode");
+    }
+    return DraRules();
+  }
+
+  // dra.enabled with the rest of the file.
+  Status DraRules() const {
+    const DraConfig& d = c_.dra;
+    if (!d.enabled) return OkStatus();
+    if (c_.kubernetes.enabled) {
+      return Error("dra.enabled",
+                   "true together with kubernetes.enabled: true; HAMi mode and DRA mode exclude "
+                   "each other on one node (two schedulers would hand out the same GPUs); turn "
+                   "one off");
+    }
+    if (!c_.cdi.enabled) {
+      return Error("dra.enabled",
+                   "needs cdi.enabled: true (DRA hands devices to containers as "
+                   "CDI device ids only)");
+    }
+    if (c_.recovery.owner_source != "records") {
+      return Error("recovery.ownerSource",
+                   Quote(c_.recovery.owner_source) +
+                       " with dra.enabled; DRA claims are recorded by migd itself: use records");
+    }
+    // kubelet's plugin registry path must fit a unix socket address.
+    const std::string reg =
+        c_.kubernetes.kubelet_dir + "/plugins_registry/" + d.driver_name + "-reg.sock";
+    const std::string dra = c_.kubernetes.kubelet_dir + "/plugins/" + d.driver_name + "/dra.sock";
+    for (const std::string& path : {reg, dra}) {
+      if (path.size() > 107) {
+        return Error("dra.driverName", "makes the socket path " + path +
+                                           " longer than the 107 bytes of a unix socket "
+                                           "address; use a shorter driver name or kubeletDir");
+      }
     }
     return OkStatus();
   }

@@ -157,6 +157,41 @@ TEST(ConfigValidateTest, BadKubernetesAndRecoveryValues) {
   MIGD_EXPECT_OK(Parse("kubernetes: {apiServer: {inCluster: false}}").status());
 }
 
+TEST(ConfigValidateTest, DraRules) {
+  MIGD_ASSERT_OK_AND_ASSIGN(Config ok, Parse("kubernetes: {nodeName: n}\ndra: {enabled: true}"));
+  EXPECT_TRUE(ok.dra.enabled);
+  EXPECT_EQ(ok.dra.driver_name, "mig.migd.io");
+  EXPECT_EQ(ok.dra.counter_set_layout, "auto");
+  EXPECT_EQ(ok.dra.resync_interval, std::chrono::seconds(30));
+  EXPECT_THAT(ErrorOf("dra: {enabled: true}"),
+              HasSubstr("kubernetes.nodeName: is empty and NODE_NAME is not set; dra.enabled"));
+  EXPECT_THAT(ErrorOf("kubernetes: {enabled: true, nodeName: n}\ndra: {enabled: true}"),
+              HasSubstr("dra.enabled: true together with kubernetes.enabled: true; HAMi mode and "
+                        "DRA mode exclude each other"));
+  EXPECT_THAT(ErrorOf("kubernetes: {nodeName: n}\ncdi: {enabled: false}\ndra: {enabled: true}"),
+              HasSubstr("dra.enabled: needs cdi.enabled: true"));
+  EXPECT_THAT(
+      ErrorOf("kubernetes: {nodeName: n}\nrecovery: {ownerSource: hami}\ndra: {enabled: true}"),
+      HasSubstr("recovery.ownerSource: \"hami\" with dra.enabled"));
+  EXPECT_THAT(ErrorOf("dra: {driverName: MIG.migd.io}"),
+              HasSubstr("dra.driverName: \"MIG.migd.io\" is not a DRA driver name"));
+  EXPECT_THAT(ErrorOf("dra: {driverName: " + std::string(64, 'd') + "}"),
+              HasSubstr("is not a DRA driver name"));
+  EXPECT_THAT(ErrorOf("kubernetes: {nodeName: n, kubeletDir: /" + std::string(40, 'k') +
+                      "}\ndra: {enabled: true, driverName: " + std::string(60, 'd') + "}"),
+              HasSubstr("longer than the 107 bytes of a unix socket address"));
+  EXPECT_THAT(ErrorOf("dra: {counterSetLayout: both}"),
+              HasSubstr("dra.counterSetLayout: \"both\" is not a counter-set layout (use auto, "
+                        "combined or split)"));
+  EXPECT_THAT(ErrorOf("dra: {resyncInterval: 2h}"),
+              HasSubstr("dra.resyncInterval: 2h is out of range (1s..1h)"));
+  EXPECT_THAT(ErrorOf("kubernetes: {nodeName: n, apiServer: {inCluster: false}}\n"
+                      "dra: {enabled: true}"),
+              HasSubstr("inCluster: false needs a kubeconfig"));
+  // Off, none of the rules apply.
+  MIGD_EXPECT_OK(Parse("cdi: {enabled: false}\ndra: {driverName: other.example.com}").status());
+}
+
 TEST(ConfigValidateTest, ParseDurationForms) {
   EXPECT_EQ(ParseDuration("0").value(), Duration(0));
   EXPECT_EQ(ParseDuration("250ms").value(), Duration(250));

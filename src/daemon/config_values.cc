@@ -210,6 +210,16 @@ Status CheckNodeNameIfSet(std::string_view value) {
   return InvalidArgumentError(Quote(value) + " is not a Kubernetes node name");
 }
 
+Status CheckDraDriverName(std::string_view value) {
+  // ResourceSlice spec.driver: a DNS subdomain of at most 63 characters
+  // (k8s.io/api resource/v1 DriverNameMaxLength), ideally in a domain of
+  // the driver's vendor.
+  if (value.size() <= 63 && IsDnsSubdomain(value)) return OkStatus();
+  return InvalidArgumentError(Quote(value) +
+                              " is not a DRA driver name (a lower-case DNS subdomain of at most "
+                              "63 characters, e.g. mig.migd.io)");
+}
+
 Status CheckSocketMode(uint32_t mode) {
   const std::string hint = " (use \"0600\", or \"0660\" with api.socketGroup)";
   char text[8];

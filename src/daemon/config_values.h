@@ -53,7 +53,12 @@ Status CheckKubeletDir(std::string_view value);               // absolute, its s
 Status CheckKubeletSocketDirOrEmpty(std::string_view value);  // "" or absolute, sockets fit
 Status CheckResourceName(std::string_view value);             // kubelet's IsExtendedResourceName
 Status CheckNodeNameIfSet(std::string_view value);            // "" or a DNS subdomain
+Status CheckDraDriverName(std::string_view value);            // DNS subdomain, <= 63
 Status CheckSocketMode(uint32_t mode);                        // owner rw, group rw at most
+
+// A DNS-1123 subdomain: lower-case alphanumerics, '-' and '.', at most 253
+// characters, starting and ending alphanumeric (node names, resource domains).
+bool IsDnsSubdomain(std::string_view s);
 
 }  // namespace migd::daemon
 

@@ -128,9 +128,14 @@ MaybeFailure Daemon::Setup() {
   if (MaybeFailure f = SetUpNvml()) return f;
   if (MaybeFailure f = SetUpCdi()) return f;
   if (MaybeFailure f = SetUpMetrics()) return f;
-  if (MaybeFailure f = kubernetes_.StartBeforeRecovery(config_, ConfigSource(flags_))) return f;
+  if (MaybeFailure f = kubernetes_.StartBeforeRecovery(config_, ConfigSource(flags_), &fanout_)) {
+    return f;
+  }
   if (MaybeFailure f = SetUpEngine()) return f;
-  kubernetes_.StartAfterRecovery(config_, manager_.get(), cdi_observer_.get());
+  if (MaybeFailure f =
+          kubernetes_.StartAfterRecovery(config_, manager_.get(), cdi_observer_.get(), clock_)) {
+    return f;
+  }
   int metrics_port = 0;
   if (MaybeFailure f = SetUpServers(&metrics_port)) return f;
   manager_->StartReconciler();

@@ -5,18 +5,30 @@
 #include "base/clock.h"
 #include "base/logging.h"
 #include "daemon/daemon.h"
+#include "k8s/dra/slices.h"
 #include "k8s/podresources/owner_sources.h"
 
 namespace migd::daemon {
 
 MaybeFailure KubernetesFrontends::StartBeforeRecovery(const Config& config,
-                                                      const std::string& source) {
+                                                      const std::string& source,
+                                                      engine::ListenerFanout* fanout) {
   const bool hami_owners = config.recovery.owner_source == "hami";
-  if (config.kubernetes.enabled || hami_owners) {
+  if (config.kubernetes.enabled || hami_owners || config.dra.enabled) {
     if (MaybeFailure f = ConnectApiServer(config, source)) return f;
   }
   if (config.kubernetes.enabled) {
     if (MaybeFailure f = ServeDevicePlugin(config)) return f;
+  }
+  if (config.dra.enabled) {
+    const DraConfig& d = config.dra;
+    dra_ = std::make_unique<k8s::dra::DraFrontend>(
+        k8s::dra::DraFrontendOptions{d.driver_name, config.kubernetes.node_name,
+                                     config.kubernetes.kubelet_dir,
+                                     k8s::dra::CounterLayoutFromName(d.counter_set_layout),
+                                     d.resync_interval},
+        kube_.get());
+    fanout->Add(dra_->listener());
   }
   ChooseOwnerSource(config);
   spdlog::info("recovery owner source{}", Fields().Add("source", owners_->name()));
@@ -85,9 +97,29 @@ void KubernetesFrontends::ChooseOwnerSource(const Config& config) {
   }
 }
 
-void KubernetesFrontends::StartAfterRecovery(const Config& config, engine::Manager* manager,
-                                             engine::CdiObserver* cdi) {
-  if (!config.kubernetes.enabled) return;
+MaybeFailure KubernetesFrontends::StartDra(const Config& config, engine::Manager* manager,
+                                           engine::CdiObserver* cdi, Clock& clock) {
+  const std::string& kubelet_dir = config.kubernetes.kubelet_dir;
+  if (Status s = dra_->Start(manager, cdi, clock); !s.ok()) {
+    return Failure{kExitInUse, "cannot serve the DRA plugin under " + kubelet_dir + ": " +
+                                   s.ToString() +
+                                   " (is kubernetes.kubeletDir right, and are its plugins and "
+                                   "plugins_registry directories mounted into migd?)"};
+  }
+  spdlog::info("DRA driver serving{}", Fields()
+                                           .Add("driver", config.dra.driver_name)
+                                           .Add("registration", dra_->plugin()->registration_socket())
+                                           .Add("node", config.kubernetes.node_name));
+  return std::nullopt;
+}
+
+MaybeFailure KubernetesFrontends::StartAfterRecovery(const Config& config,
+                                                     engine::Manager* manager,
+                                                     engine::CdiObserver* cdi, Clock& clock) {
+  if (dra_) {
+    if (MaybeFailure f = StartDra(config, manager, cdi, clock)) return f;
+  }
+  if (!config.kubernetes.enabled) return std::nullopt;
   k8s::HamiBackendOptions hopts;
   hopts.node_name = config.kubernetes.node_name;
   hopts.cdi = cdi;
@@ -102,9 +134,11 @@ void KubernetesFrontends::StartAfterRecovery(const Config& config, engine::Manag
   // instances of ended pods and re-publishes periodically.
   pod_watcher_ = std::make_unique<k8s::PodWatcher>(hami_backend_.get(), k8s::PodWatcherOptions{});
   pod_watcher_->Start();
+  return std::nullopt;
 }
 
 void KubernetesFrontends::Stop() {
+  if (dra_) dra_->Stop();
   if (device_plugin_) device_plugin_->Stop();
   if (pod_watcher_) pod_watcher_->Stop();
   device_plugin_.reset();

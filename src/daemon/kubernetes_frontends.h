@@ -5,17 +5,23 @@
 //
 // Before recovery (StartBeforeRecovery):
 //   - the API-server client, in-cluster or from a kubeconfig, when
-//     kubernetes.enabled or recovery.ownerSource: hami needs one  -> exit 1
+//     kubernetes.enabled, dra.enabled or recovery.ownerSource: hami needs
+//     one                                                          -> exit 1
+//   - dra.enabled: the DRA frontend's ResourceSlice publisher joins the
+//     engine's listener fan-out, so every instance event (recovery's too)
+//     republishes
 //   - kubernetes.enabled: the kubelet device plugin serves and registers
 //     first, behind a DeferredBackend (no devices, Allocate refused with
 //     kUnavailable) so kubelet sees the plugin again before any slow work
 //                                                                  -> exit 4
 //   - recovery's owner source (records, podresources, hami), wrapped in a
 //     FailClosedOwnerSource (k8s_wiring.h)
-// After recovery (StartAfterRecovery, kubernetes.enabled): the HamiBackend
-// over the Manager goes behind the plugin, and the PodWatcher publishes the
-// node's hami.io/node-nvidia-register annotation and releases the instances
-// of ended pods.
+// After recovery (StartAfterRecovery): dra.enabled starts the DRA kubelet
+// plugin over the Manager (-> exit 4 when its sockets cannot be served);
+// kubernetes.enabled puts the HamiBackend over the Manager behind the
+// device plugin, and the PodWatcher publishes the node's
+// hami.io/node-nvidia-register annotation and releases the instances of
+// ended pods.
 //
 // Thread-safety: Start*/Stop from the daemon's main thread; the pieces they
 // start run their own threads.
@@ -28,13 +34,16 @@
 #include "daemon/config.h"
 #include "daemon/k8s_wiring.h"
 #include "daemon/startup_failure.h"
+#include "base/clock.h"
 #include "engine/cdi_observer.h"
+#include "engine/events.h"
 #include "engine/manager.h"
 #include "engine/owner_source.h"
 #include "k8s/apiserver/hami_backend.h"
 #include "k8s/apiserver/kube_client.h"
 #include "k8s/apiserver/pod_watcher.h"
 #include "k8s/deviceplugin/device_plugin_server.h"
+#include "k8s/dra/dra_frontend.h"
 #include "k8s/podresources/client.h"
 #include "k8s/podresources/kube_pod_lister.h"
 
@@ -47,21 +56,27 @@ class KubernetesFrontends {
   KubernetesFrontends(const KubernetesFrontends&) = delete;
   KubernetesFrontends& operator=(const KubernetesFrontends&) = delete;
 
-  // `source` names the config in messages ("config <source>: ...").
-  MaybeFailure StartBeforeRecovery(const Config& config, const std::string& source);
+  // `source` names the config in messages ("config <source>: ..."). The
+  // DRA publisher is added to `fanout`, which must outlive this object.
+  MaybeFailure StartBeforeRecovery(const Config& config, const std::string& source,
+                                   engine::ListenerFanout* fanout);
   // Recovery's owner source; valid after StartBeforeRecovery succeeded and
   // for this object's lifetime.
   engine::OwnerSource& owner_source() { return *owners_; }
-  // `manager` and `cdi` must outlive Stop().
-  void StartAfterRecovery(const Config& config, engine::Manager* manager, engine::CdiObserver* cdi);
-  // Stops kubelet's calls and the pod watcher (both use the Manager).
-  // Idempotent; the owner source stays valid.
+  // `manager`, `cdi` and `clock` must outlive Stop().
+  MaybeFailure StartAfterRecovery(const Config& config, engine::Manager* manager,
+                                  engine::CdiObserver* cdi, Clock& clock);
+  // Stops kubelet's calls (device plugin and DRA plugin) and the pod watcher
+  // (all use the Manager). Idempotent; the owner source and the DRA
+  // publisher (an engine listener) stay until the destructor.
   void Stop();
 
  private:
   MaybeFailure ConnectApiServer(const Config& config, const std::string& source);
   MaybeFailure ServeDevicePlugin(const Config& config);
   void ChooseOwnerSource(const Config& config);
+  MaybeFailure StartDra(const Config& config, engine::Manager* manager, engine::CdiObserver* cdi,
+                        Clock& clock);
 
   std::unique_ptr<k8s::KubeClient> kube_;
   std::unique_ptr<k8s::KubeHamiPodLister> hami_pods_;
@@ -71,6 +86,7 @@ class KubernetesFrontends {
   std::unique_ptr<k8s::DevicePluginServer> device_plugin_;
   std::unique_ptr<k8s::HamiBackend> hami_backend_;
   std::unique_ptr<k8s::PodWatcher> pod_watcher_;
+  std::unique_ptr<k8s::dra::DraFrontend> dra_;
 };
 
 }  // namespace migd::daemon

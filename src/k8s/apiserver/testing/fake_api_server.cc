@@ -285,6 +285,7 @@ bool FakeApiServer::Start() {
                  [impl](const httplib::Request& req, httplib::Response& res) {
                    if (impl->Admit(req, res)) impl->PatchNode(req, res);
                  });
+  for (const auto& install : extra_routes_) install(*server_);
   port_ = server_->bind_to_any_port("127.0.0.1");
   if (port_ <= 0) return false;
   thread_ = std::thread([this] { server_->listen_after_bind(); });
@@ -428,6 +429,10 @@ int FakeApiServer::requests(const std::string& method) const {
 std::set<std::string> FakeApiServer::verbs() const {
   MutexLock lock(&impl_->mu);
   return impl_->verbs;
+}
+
+void FakeApiServer::AddRoutes(std::function<void(httplib::Server&)> install) {
+  extra_routes_.push_back(std::move(install));
 }
 
 int FakeApiServer::conflicts() const {

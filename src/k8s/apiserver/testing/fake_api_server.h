@@ -111,10 +111,16 @@ class FakeApiServer {
   // "get pods", "list pods", "patch pods", "get nodes", "patch nodes".
   std::set<std::string> verbs() const;
 
+  // Extra routes installed on the server at Start() (call before it), e.g.
+  // the resource.k8s.io objects of k8s/dra/testing/fake_resource_api.h. They
+  // do their own bookkeeping (not counted by requests()).
+  void AddRoutes(std::function<void(httplib::Server&)> install);
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
   std::unique_ptr<httplib::Server> server_;
+  std::vector<std::function<void(httplib::Server&)>> extra_routes_;
   std::thread thread_;
   int port_ = 0;
   bool tls_ = false;

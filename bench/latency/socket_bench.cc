@@ -1,4 +1,4 @@
-// latency_socket: the end-to-end part of the latency benchmark (issue 9 §1,
+// latency_socket: the end-to-end part of the latency benchmark (reuse, create,
 // §4). Starts the real migd --simulate (one H100-80GB) as a child process,
 // calls Allocate / Release / Reclaim over its unix socket with the generated
 // gRPC stub, and reports per path (reuse, create, reclaim+create, release)
@@ -7,21 +7,20 @@
 // and CPU at idle and under the reuse loop (/proc/<pid>).
 //
 // Writes Markdown tables to --out-md. Benchmark only.
+#include <fmt/format.h>
 #include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <CLI/CLI.hpp>
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "bench/latency/harness.h"
 #include "migd/v1/migd.grpc.pb.h"
@@ -76,8 +75,7 @@ struct Client {
   std::unique_ptr<v1::MigManager::Stub> stub;
 
   grpc::Status Allocate(const std::string& id, const std::string& profile,
-                        v1::AllocateResponse* resp, int gpu = -1, int start = -1,
-                        int size = 0) {
+                        v1::AllocateResponse* resp, int gpu = -1, int start = -1, int size = 0) {
     v1::AllocateRequest req;
     req.set_request_id(id);
     req.mutable_owner()->set_opaque_id("bench-" + id);
@@ -133,14 +131,21 @@ int main(int argc, char** argv) {
   app.add_option("--dir", dir, "where migd's state and socket live (absolute)");
   app.add_option("--sim-dir", sim_dir, "where the simulator's state file lives");
   app.add_option("--out-md", out_md);
-  app.add_option("--model", model_name, "zero or assumed (MIGD_SIM_LATENCY_MS for migd)");
+  std::string models_file = MIGD_LATENCY_MODELS;
+  app.add_option("--models", models_file, "latency models (JSON; latency_model.h)");
+  app.add_option("--model", model_name, "a model of --models, or zero (MIGD_SIM_LATENCY_MS)");
   app.add_option("--reuse-reps", reuse_reps);
   app.add_option("--create-reps", create_reps);
   app.add_option("--reclaim-reps", reclaim_reps);
   app.add_option("--idle-seconds", idle_seconds, "idle CPU window");
   CLI11_PARSE(app, argc, argv);
-  const LatencyModel model = model_name == "assumed" ? LatencyModel::Assumed()
-                                                     : LatencyModel::Zero();
+  auto models = LoadLatencyModels(models_file);
+  auto found = models.ok() ? FindLatencyModel(*models, model_name) : models.status();
+  if (!found.ok()) {
+    std::cerr << "latency_socket: " << found.status() << "\n";
+    return 2;
+  }
+  const LatencyModel model = *found;
 
   std::string tmpl = dir + "/migd-socket-XXXXXX";
   std::string simt = sim_dir + "/migd-socket-sim-XXXXXX";
@@ -152,8 +157,8 @@ int main(int argc, char** argv) {
   const std::string sim_state = simt + "/state.json";
   migd::testing::DaemonOptions opts;
   opts.binary = migd;
-  opts.args = {"--simulate", "h100-80gb:1", "--socket", socket, "--state-dir", tmpl + "/state",
-               "--metrics-listen", "", "--cdi-spec-dir", tmpl + "/cdi"};
+  opts.args = {"--simulate",    "h100-80gb:1",      "--socket", socket,           "--state-dir",
+               tmpl + "/state", "--metrics-listen", "",         "--cdi-spec-dir", tmpl + "/cdi"};
   opts.env = {{"MIGD_SIM_STATE", sim_state},
               {"MIGD_SIM_PROC_ROOT", simt + "/proc"},
               {"MIGD_SIM_FSYNC", "0"},
@@ -246,8 +251,8 @@ int main(int argc, char** argv) {
   const migd::testing::DaemonExit exit = (*daemon)->Stop();
 
   std::ostringstream md;
-  md << "### Over the gRPC socket: real migd --simulate h100-80gb:1, latency model '"
-     << model.name << "'\n\n";
+  md << "### Over the gRPC socket: real migd --simulate h100-80gb:1, latency model '" << model.name
+     << "'\n\n";
   md << "| operation | n | p50 ms | p99 ms | mean ms | max ms | NVML calls/op (max) |\n"
      << "|---|---|---|---|---|---|---|\n";
   for (const Row* r : {&reuse, &create, &reclaim, &release}) {
@@ -263,14 +268,13 @@ int main(int argc, char** argv) {
                     start_ms);
   md << fmt::format("| RSS at idle | {:.1f} MiB |\n", idle0.rss_kb / 1024.0);
   md << fmt::format("| CPU at idle over {} s | {:.3f} s ({:.2f}%) |\n", idle_seconds,
-                    idle1.cpu_s - idle0.cpu_s,
-                    100 * (idle1.cpu_s - idle0.cpu_s) / idle_seconds);
+                    idle1.cpu_s - idle0.cpu_s, 100 * (idle1.cpu_s - idle0.cpu_s) / idle_seconds);
   md << fmt::format("| RSS after the reuse loop | {:.1f} MiB |\n", load1.rss_kb / 1024.0);
-  md << fmt::format("| CPU under the reuse loop ({} allocate+release in {:.1f} s) | {:.2f} s "
-                    "({:.0f}% of one core, {:.0f} us per allocate+release) |\n",
-                    reuse_reps, load_s, load1.cpu_s - load0.cpu_s,
-                    100 * (load1.cpu_s - load0.cpu_s) / load_s,
-                    1e6 * (load1.cpu_s - load0.cpu_s) / std::max(1, reuse_reps));
+  md << fmt::format(
+      "| CPU under the reuse loop ({} allocate+release in {:.1f} s) | {:.2f} s "
+      "({:.0f}% of one core, {:.0f} us per allocate+release) |\n",
+      reuse_reps, load_s, load1.cpu_s - load0.cpu_s, 100 * (load1.cpu_s - load0.cpu_s) / load_s,
+      1e6 * (load1.cpu_s - load0.cpu_s) / std::max(1, reuse_reps));
   md << fmt::format("| RSS at the end | {:.1f} MiB |\n", end.rss_kb / 1024.0);
   md << fmt::format("| exit on SIGTERM | {} |\n\n", exit.exit_code);
   if (out_md == "-") {

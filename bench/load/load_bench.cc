@@ -1,4 +1,4 @@
-// load_bench: many concurrent clients against the real daemon (issue 8 §6).
+// load_bench: many concurrent clients against the real daemon.
 //
 // Starts `migd --simulate` as a child process (state dir, CDI dir and the
 // simulator's state file under --dir, /dev/shm by default: the shared disk's

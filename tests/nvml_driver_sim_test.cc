@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <set>
 #include <string>
@@ -24,6 +25,8 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <absl/strings/ascii.h>
 #include <nlohmann/json.hpp>
 
 #include "base/file_util.h"
@@ -400,6 +403,76 @@ TEST_F(NvmlSimTest, StateSurvivesANewSessionAndANewProcess) {
   }
 }
 
+// scripts/hardware-check.sh against the simulator: it records the walk, the
+// instance info's .device UUIDs and the UUID lookups, and mutates nothing
+// (the simulator's counters of every mutating call stay as they were).
+TEST_F(NvmlSimTest, HardwareCheckScriptMutatesNothing) {
+  Start("h100-80gb:1,a30-24gb:1:mig-off");
+  const ComputeInstanceInfo ci = CreatePair(GiProfileId(9), {0, 4}).second;
+  const ComputeInstanceInfo ci2 = CreatePair(GiProfileId(19), {6, 1}).second;
+  ASSERT_THAT(driver_->CreateGi(kGpu0, GiProfileId(19), {5, 1}).status(), IsOk());  // no CI
+  ASSERT_EQ(AttachProcess(ci.mig_uuid, 4242, 1ull << 20), NVML_SUCCESS);
+  MIGD_ASSERT_OK_AND_ASSIGN(auto gpus, driver_->ListGpus());
+  const std::string gpu_uuid = gpus[0].uuid.value();
+  Stop();
+  const std::string state_before = *ReadFileToString(state_path());
+  const Counts before = SimCounts();
+
+  migd::testing::TempDir out;
+  const ChildResult run = RunChild({"/bin/bash", MIGD_HARDWARE_CHECK, "--migctl", MIGD_MIGCTL,
+                                    "--nvml-library", MIGD_SIM_LIBRARY, "--out", out.path()},
+                                   dir_);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::string file = std::string(absl::StripTrailingAsciiWhitespace(run.out));
+  EXPECT_EQ(std::filesystem::path(file).parent_path(), std::filesystem::path(out.path()));
+  EXPECT_THAT(file, ::testing::EndsWith(".json"));
+  EXPECT_THAT(file, HasSubstr("-580.95.05-"));  // the driver version in the name
+  MIGD_ASSERT_OK_AND_ASSIGN(const std::string text, ReadFileToString(file));
+  const nlohmann::json doc = nlohmann::json::parse(text);
+
+  // Nothing changed: no mutating call, the same machine.
+  const Counts delta = Delta(before, SimCounts());
+  for (const char* fn :
+       {"nvmlDeviceCreateGpuInstance", "nvmlDeviceCreateGpuInstanceWithPlacement",
+        "nvmlGpuInstanceDestroy", "nvmlGpuInstanceCreateComputeInstance",
+        "nvmlGpuInstanceCreateComputeInstanceWithPlacement", "nvmlComputeInstanceDestroy",
+        "nvmlDeviceSetMigMode", "migdSimAttachProcess", "migdSimDetachProcess", "migdSimReboot"}) {
+    for (const auto& [key, n] : delta) EXPECT_NE(key.first, fn) << n << " call(s)";
+  }
+  EXPECT_GT(Get(delta, "nvmlDeviceGetMigDeviceHandleByIndex", "SUCCESS"), 0u);  // it did run
+  nlohmann::json state_after = nlohmann::json::parse(*ReadFileToString(state_path()));
+  nlohmann::json state_was = nlohmann::json::parse(state_before);
+  state_after.erase("counters");
+  state_was.erase("counters");
+  EXPECT_EQ(state_after, state_was);
+
+  // What it recorded.
+  ASSERT_EQ(doc["gpus"].size(), 2u);
+  const nlohmann::json& hw = doc["gpus"][0]["hardware_check"];
+  EXPECT_EQ(hw["max_mig_device_count"], 7);
+  ASSERT_EQ(hw["walk"].size(), 7u);
+  EXPECT_EQ(hw["second_walk_identical"], true);
+  EXPECT_EQ(hw["parent_gpu_instance_id"], "ERROR_NOT_SUPPORTED");
+  int found = 0;
+  for (const auto& w : hw["walk"]) found += w["result"] == "SUCCESS" ? 1 : 0;
+  EXPECT_EQ(found, 2);
+  ASSERT_EQ(hw["compute_instances"].size(), 2u);  // the bare GI has no MIG device
+  std::set<std::string> uuids;
+  for (const auto& c : hw["compute_instances"]) {
+    EXPECT_EQ(c["walk_hits"], 1);
+    EXPECT_EQ(c["ci_info_device_uuid"], gpu_uuid);  // "Parent device"
+    EXPECT_EQ(c["ci_info_device_is_parent"], true);
+    EXPECT_EQ(c["gi_info_device_is_parent"], true);
+    EXPECT_EQ(c["handle_by_uuid"], "SUCCESS");
+    EXPECT_EQ(c["handle_by_uuid_matches"], true);
+    EXPECT_EQ(c["handle_by_legacy_uuid"], "SUCCESS");
+    uuids.insert(c["mig_uuid"].get<std::string>());
+  }
+  EXPECT_EQ(uuids, (std::set<std::string>{ci.mig_uuid.value(), ci2.mig_uuid.value()}));
+  // The MIG-off GPU has no hardware_check section (no MIG devices to walk).
+  EXPECT_FALSE(doc["gpus"][1].contains("hardware_check"));
+}
+
 // ---- Fault injection --------------------------------------------------------
 
 // MIGD_SIM_FAULTS "@N" counts the calls of a function per process for as long
@@ -507,10 +580,15 @@ TEST_F(NvmlSimTest, LegacyR470LibraryWorksThroughV1Fallbacks) {
 
   const mig::GpuModel& m = *mig::Catalog::Default().FindModel("a100-40gb");
   MIGD_ASSERT_OK_AND_ASSIGN(auto profiles, driver_->GetGiProfiles(kGpu0));
-  ASSERT_EQ(profiles.size(), m.gi_profiles.size());
+  // R470 (the NVML 11.4 header) knows profile indices 0..7 only.
+  size_t known = 0;
+  for (const mig::GiProfile& k : m.gi_profiles) known += k.index.value() <= 7 ? 1 : 0;
+  ASSERT_EQ(profiles.size(), known);
+  ASSERT_LT(known, m.gi_profiles.size());  // A100-40GB's 1g.10gb is index 9
   for (const GiProfileInfo& p : profiles) {
     const mig::GiProfile* k = m.FindProfileById(p.id);
     ASSERT_NE(k, nullptr);
+    EXPECT_LE(p.index.value(), 7u);
     EXPECT_EQ(p.info_version, 1);
     EXPECT_EQ(p.name, "");  // the v1 struct has no name
     EXPECT_EQ(p.slice_count, k->slice_count);
@@ -541,7 +619,9 @@ TEST_F(NvmlSimTest, LegacyR470LibraryWorksThroughV1Fallbacks) {
 // ---- Exact call counts ----------------------------------------------------------
 
 TEST_F(NvmlSimTest, ExactNvmlCallsForOneCreateAndOneDestroy) {
-  Start("h100-80gb:1");
+  // The budget of a CI the walk sees at once (other variants: see
+  // tests/sim_variants).
+  Start("h100-80gb:1", MIGD_SIM_LIBRARY, {{"MIGD_SIM_NEW_CI_VISIBILITY", "immediate"}});
   // Warm the GPU handle and the profile caches (GI and CI) of profile 9.
   ASSERT_THAT(driver_->GetGiProfiles(kGpu0), IsOk());
   auto [warm, warm_ci] = CreatePair(GiProfileId(9), {0, 4});
@@ -557,11 +637,17 @@ TEST_F(NvmlSimTest, ExactNvmlCallsForOneCreateAndOneDestroy) {
       {{"nvmlDeviceGetGpuInstanceById", "SUCCESS"}, 1},
       {{"nvmlGpuInstanceCreateComputeInstance", "SUCCESS"}, 1},
       {{"nvmlComputeInstanceGetInfo_v2", "SUCCESS"}, 1},
+      // The MIG-device walk: H100's 7 indices, 2 of them MIG devices, whose
+      // ids are read; then the new one's UUID.
+      {{"nvmlDeviceGetMigDeviceHandleByIndex", "SUCCESS"}, 2},
+      {{"nvmlDeviceGetMigDeviceHandleByIndex", "ERROR_NOT_FOUND"}, 5},
+      {{"nvmlDeviceGetGpuInstanceId", "SUCCESS"}, 2},
+      {{"nvmlDeviceGetComputeInstanceId", "SUCCESS"}, 2},
       {{"nvmlDeviceGetUUID", "SUCCESS"}, 1},
   };
   EXPECT_EQ(Delta(ours, OurCounts()), create);
   EXPECT_EQ(Delta(sim, SimCounts()), create);  // the simulator saw the same calls
-  EXPECT_EQ(driver_->TotalCalls() - total, 7u);
+  EXPECT_EQ(driver_->TotalCalls() - total, 18u);
 
   ours = OurCounts();
   sim = SimCounts();

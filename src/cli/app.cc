@@ -156,6 +156,9 @@ int RunMigctl(const std::vector<std::string>& args, const Environment& env, std:
   probe_cmd->add_flag("--compare-catalog", probe.compare_catalog,
                       "Compare NVML's profiles with the built-in catalogue; exit 3 on "
                       "differences");
+  probe_cmd->add_flag("--hardware-check", probe.hardware_check,
+                      "Also record the raw MIG-device answers (index walk, instance info "
+                      "devices, UUID lookups) for scripts/hardware-check.sh; still read-only");
 
   SimStatsOptions stats;
   CLI::App* stats_cmd = sub(

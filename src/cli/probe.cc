@@ -61,7 +61,8 @@ class Table {
 
 }  // namespace
 
-StatusOr<ProbeReport> CollectProbe(driver::GpuDriver& driver, driver::NvmlDriver* nvml) {
+StatusOr<ProbeReport> CollectProbe(driver::GpuDriver& driver, driver::NvmlDriver* nvml,
+                                   bool hardware_check) {
   ProbeReport report;
   if (nvml != nullptr) {
     report.library_path = nvml->library().path();
@@ -85,6 +86,14 @@ StatusOr<ProbeReport> CollectProbe(driver::GpuDriver& driver, driver::NvmlDriver
         g.instances = *std::move(gis);
       } else {
         g.instances_status = gis.status();
+      }
+      if (hardware_check && nvml != nullptr) {
+        StatusOr<driver::MigDeviceObservations> seen = nvml->ObserveMigDevices(g.info.index);
+        if (seen.ok()) {
+          g.mig_devices = *std::move(seen);
+        } else {
+          g.mig_devices_status = seen.status();
+        }
       }
     } else {
       const std::string why = g.info.mig.supported
@@ -124,6 +133,48 @@ bool CompareReportWithCatalog(const mig::Catalog& catalog, ProbeReport* report) 
   }
   return identical;
 }
+
+namespace {
+
+json OptionalId(const std::optional<uint32_t>& v) { return v ? json(*v) : json(nullptr); }
+
+// gpus[].hardware_check (docs/probe.md).
+json MigDevicesJson(const driver::MigDeviceObservations& o) {
+  json walk = json::array();
+  for (const driver::MigIndexObservation& w : o.walk) {
+    walk.push_back(json{{"index", w.index},
+                        {"result", w.result},
+                        {"gi_id", OptionalId(w.gi_id)},
+                        {"ci_id", OptionalId(w.ci_id)},
+                        {"mig_uuid", w.mig_uuid.empty() ? json(nullptr) : json(w.mig_uuid)}});
+  }
+  json cis = json::array();
+  for (const driver::CiObservation& c : o.compute_instances) {
+    cis.push_back(json{
+        {"gi_id", c.gi_id},
+        {"ci_id", c.ci_id},
+        {"mig_uuid", c.mig_uuid.empty() ? json(nullptr) : json(c.mig_uuid)},
+        {"walk_hits", c.walk_hits},
+        {"ci_info_device_uuid", c.ci_info_device_uuid},
+        {"ci_info_device_is_parent", c.ci_info_device_uuid == o.gpu_uuid},
+        {"gi_info_device_uuid", c.gi_info_device_uuid},
+        {"gi_info_device_is_parent", c.gi_info_device_uuid == o.gpu_uuid},
+        {"handle_by_uuid", c.handle_by_uuid.empty() ? json(nullptr) : json(c.handle_by_uuid)},
+        {"handle_by_uuid_matches", c.handle_by_uuid_matches},
+        {"handle_by_legacy_uuid", c.handle_by_legacy_uuid.empty()
+                                      ? json(nullptr)
+                                      : json(c.handle_by_legacy_uuid)},
+    });
+  }
+  return json{{"max_mig_device_count", o.max_mig_devices},
+              {"walk", walk},
+              {"second_walk_identical", o.second_walk_identical},
+              {"parent_gpu_instance_id", o.parent_gpu_instance_id},
+              {"parent_compute_instance_id", o.parent_compute_instance_id},
+              {"compute_instances", cis}};
+}
+
+}  // namespace
 
 json ProbeToJson(const ProbeReport& report) {
   json doc;
@@ -197,6 +248,11 @@ json ProbeToJson(const ProbeReport& report) {
     j["instances"] = instances;
     j["instances_error"] =
         g.instances_status.ok() ? json(nullptr) : StatusJson(g.instances_status);
+    if (g.mig_devices) {
+      j["hardware_check"] = MigDevicesJson(*g.mig_devices);
+    } else if (!g.mig_devices_status.ok()) {
+      j["hardware_check"] = json{{"error", StatusJson(g.mig_devices_status)}};
+    }
     if (g.catalog) {
       j["catalog"] = json{{"model", g.catalog->model_key.empty() ? json(nullptr)
                                                                  : json(g.catalog->model_key)},
@@ -300,6 +356,21 @@ std::string ProbeToTable(const ProbeReport& report) {
       }
       t.Print(os, "    ");
     }
+    if (g.mig_devices) {
+      const driver::MigDeviceObservations& o = *g.mig_devices;
+      os << "  Hardware check: " << o.max_mig_devices << " MIG device indices, "
+         << (o.second_walk_identical ? "a second walk saw the same"
+                                     : "a second walk saw something else")
+         << "; GetGpuInstanceId on the GPU: " << o.parent_gpu_instance_id << "\n";
+      Table t({"INDEX", "RESULT", "GI", "CI", "MIG_UUID"});
+      for (const driver::MigIndexObservation& w : o.walk) {
+        t.Add({std::to_string(w.index), w.result, w.gi_id ? std::to_string(*w.gi_id) : "-",
+               w.ci_id ? std::to_string(*w.ci_id) : "-", w.mig_uuid.empty() ? "-" : w.mig_uuid});
+      }
+      t.Print(os, "    ");
+    } else if (!g.mig_devices_status.ok()) {
+      os << "  Hardware check: unavailable: " << g.mig_devices_status.ToString() << "\n";
+    }
     if (g.catalog) {
       os << "  Catalogue: ";
       if (g.catalog->model_key.empty()) {
@@ -327,7 +398,7 @@ int RunProbe(const ProbeOptions& options, std::ostream& out, std::ostream& err) 
     err << "migctl probe: NVML unavailable: " << nvml.status().message() << "\n";
     return kExitNvmlUnavailable;
   }
-  StatusOr<ProbeReport> report = CollectProbe(**nvml, nvml->get());
+  StatusOr<ProbeReport> report = CollectProbe(**nvml, nvml->get(), options.hardware_check);
   if (!report.ok()) {
     err << "migctl probe: " << report.status().ToString() << "\n";
     return kExitNvmlUnavailable;

@@ -2,8 +2,9 @@
 //
 // `migctl probe`: a READ-ONLY inventory of what NVML reports on this node,
 // safe on any real GPU. It calls only ListGpus, GetVersions, GetGiProfiles,
-// ListGpuInstances (and, with MIG off, NvmlDriver::GetGiProfilesWithoutMig):
-// never a create, a destroy or SetMigMode. The JSON form (stable field names,
+// ListGpuInstances (and, with MIG off, NvmlDriver::GetGiProfilesWithoutMig;
+// with --hardware-check, NvmlDriver::ObserveMigDevices): never a create, a
+// destroy or SetMigMode. The JSON form (stable field names,
 // docs/probe.md) doubles as a recording of a real GPU's MIG state.
 //
 // Data flow: RunProbe opens an NvmlDriver -> CollectProbe fills a
@@ -43,6 +44,9 @@ struct ProbeGpu {
   std::vector<driver::GpuInstanceInfo> instances;
   Status instances_status;  // kFailedPrecondition when MIG is off
   std::optional<CatalogComparison> catalog;  // set by --compare-catalog
+  // --hardware-check, MIG on: the raw MIG-device answers (or why not).
+  std::optional<driver::MigDeviceObservations> mig_devices;
+  Status mig_devices_status;
 };
 
 struct ProbeReport {
@@ -53,10 +57,12 @@ struct ProbeReport {
 };
 
 // Collects the report through read-only calls. `nvml` (nullable) adds the
-// library path, the symbol bindings and the MIG-off profile listing. Fails
-// only if ListGpus or GetVersions fails; per-GPU failures are kept in the
-// report.
-StatusOr<ProbeReport> CollectProbe(driver::GpuDriver& driver, driver::NvmlDriver* nvml);
+// library path, the symbol bindings and the MIG-off profile listing, and,
+// with `hardware_check`, the MIG-device observations of every GPU with MIG
+// on. Fails only if ListGpus or GetVersions fails; per-GPU failures are kept
+// in the report.
+StatusOr<ProbeReport> CollectProbe(driver::GpuDriver& driver, driver::NvmlDriver* nvml,
+                                   bool hardware_check = false);
 
 // Runs CompareWithCatalog for every GPU; returns true if all are identical.
 bool CompareReportWithCatalog(const mig::Catalog& catalog, ProbeReport* report);
@@ -70,6 +76,7 @@ struct ProbeOptions {
   std::string nvml_library;  // empty: libnvidia-ml.so.1
   std::string output = "table";  // "table" or "json"
   bool compare_catalog = false;
+  bool hardware_check = false;  // add gpus[].hardware_check (docs/probe.md)
 };
 
 // The whole subcommand: writes the report to `out`, errors to `err`; returns

@@ -197,6 +197,47 @@ TEST_F(ProbeTest, TableForHumans) {
   EXPECT_THAT(t, HasSubstr("Instances: unavailable: FAILED_PRECONDITION"));
 }
 
+TEST_F(ProbeTest, HardwareCheckSectionInJsonAndTable) {
+  MIGD_ASSERT_OK_AND_ASSIGN(ProbeReport report, CollectProbe(counted_, nullptr));
+  driver::MigDeviceObservations o;
+  o.gpu_uuid = "GPU-aaaaaaaa-0000-0000-0000-000000000000";
+  o.max_mig_devices = 2;
+  o.walk = {{0, "SUCCESS", 1, 0, "MIG-11111111-2222-5333-4444-555555555555"},
+            {1, "ERROR_NOT_FOUND", std::nullopt, std::nullopt, ""}};
+  o.second_walk_identical = true;
+  o.parent_gpu_instance_id = "ERROR_NOT_SUPPORTED";
+  o.parent_compute_instance_id = "ERROR_NOT_SUPPORTED";
+  driver::CiObservation c;
+  c.gi_id = 1;
+  c.ci_id = 0;
+  c.mig_uuid = "MIG-11111111-2222-5333-4444-555555555555";
+  c.walk_hits = 1;
+  c.ci_info_device_uuid = o.gpu_uuid;
+  c.gi_info_device_uuid = o.gpu_uuid;
+  c.handle_by_uuid = "SUCCESS";
+  c.handle_by_uuid_matches = true;
+  c.handle_by_legacy_uuid = "ERROR_NOT_FOUND";
+  o.compute_instances = {c};
+  report.gpus[0].mig_devices = o;
+  report.gpus[1].mig_devices_status = FailedPreconditionError("MIG mode is disabled");
+  const nlohmann::json j = ProbeToJson(report);
+  const auto& hw = j["gpus"][0]["hardware_check"];
+  EXPECT_EQ(hw["max_mig_device_count"], 2);
+  EXPECT_EQ(hw["walk"][0]["gi_id"], 1);
+  EXPECT_TRUE(hw["walk"][1]["gi_id"].is_null());
+  EXPECT_EQ(hw["walk"][1]["result"], "ERROR_NOT_FOUND");
+  EXPECT_EQ(hw["compute_instances"][0]["ci_info_device_is_parent"], true);
+  EXPECT_EQ(hw["compute_instances"][0]["handle_by_legacy_uuid"], "ERROR_NOT_FOUND");
+  EXPECT_EQ(hw["parent_gpu_instance_id"], "ERROR_NOT_SUPPORTED");
+  EXPECT_EQ(j["gpus"][1]["hardware_check"]["error"]["code"], "FAILED_PRECONDITION");
+  const std::string t = ProbeToTable(report);
+  EXPECT_THAT(t, HasSubstr("Hardware check: 2 MIG device indices, a second walk saw the same"));
+  EXPECT_THAT(t, HasSubstr("ERROR_NOT_FOUND"));
+  // Without --hardware-check there is no such section.
+  MIGD_ASSERT_OK_AND_ASSIGN(ProbeReport plain, CollectProbe(counted_, nullptr));
+  EXPECT_FALSE(ProbeToJson(plain)["gpus"][0].contains("hardware_check"));
+}
+
 TEST(RunProbeTest, MissingLibraryIsExit2WithFix) {
   std::ostringstream out, err;
   EXPECT_EQ(RunProbe({.nvml_library = "/nonexistent/libnvidia-ml.so.1"}, out, err),

@@ -106,12 +106,14 @@ TEST_F(EngineSimTest, NvmlCallBudgetAndOneSessionPerProcess) {
             << ")\n  create " << Total(create) << " (" << Describe(create) << ")\n  release "
             << Total(release) << "\n  reuse " << Total(reuse) << " (" << Describe(reuse)
             << ")\n  destroy " << Total(destroy) << " (" << Describe(destroy) << ")\n";
-  // The first create of a GI profile on a GPU also reads its default CI
-  // profile once (one ...ComputeInstanceProfileInfoV call; NvmlDriver caches
-  // it per (GPU, GI profile)); every later create is 7.
-  EXPECT_EQ(Total(first_create), 8u) << Describe(first_create);
-  EXPECT_LE(Total(create), 8u) << Describe(create);
-  EXPECT_EQ(Total(create), 7u) << Describe(create);
+  // A create is 2 (GI) + 5 (CI) + the MIG-device walk: 7 indices on an A100
+  // and 2 id reads per CI then on the GPU (NvmlDriver, nvml_driver.h). The
+  // first create of a GI profile on a GPU also reads its default CI profile
+  // and the GPU's MIG device count once (both cached): 16 + 2 with 1 CI, then
+  // 18 with 2 CIs.
+  EXPECT_EQ(Total(first_create), 18u) << Describe(first_create);
+  EXPECT_LE(Total(create), 18u) << Describe(create);
+  EXPECT_EQ(Total(create), 18u) << Describe(create);
   EXPECT_EQ(Total(release), 0u) << Describe(release);
   EXPECT_LE(Total(reuse), 2u) << Describe(reuse);
   EXPECT_EQ(Total(destroy), 5u) << Describe(destroy);

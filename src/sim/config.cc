@@ -2,8 +2,11 @@
 
 #include <charconv>
 #include <cstdlib>
+#include <optional>
 #include <random>
+#include <utility>
 
+#include "base/status_macros.h"
 #include "sim/nvml_names.h"
 
 namespace migd::sim {
@@ -182,6 +185,64 @@ uint32_t SimConfig::LatencyFor(std::string_view function) const {
   return 0;
 }
 
+namespace {
+
+// One of `names` (a header-open knob's values); `var` names the knob.
+template <typename E, size_t N>
+StatusOr<E> ParseChoice(const char* var, std::string_view text,
+                        const std::pair<std::string_view, E> (&names)[N]) {
+  text = Trim(text);
+  std::string known;
+  for (const auto& [name, value] : names) {
+    if (text == name) return value;
+    known += (known.empty() ? "" : ", ") + std::string(name);
+  }
+  return InvalidArgumentError(std::string(var) + ": '" + std::string(text) + "': expected one of " +
+                              known);
+}
+
+Status ParseHeaderOpenKnobs(const std::function<const char*(const char*)>& get, SimConfig& c) {
+  static constexpr std::pair<std::string_view, MigIndexMode> kIndex[] = {
+      {"shuffled", MigIndexMode::kShuffled},
+      {"dense", MigIndexMode::kDense},
+      {"sparse", MigIndexMode::kSparse}};
+  static constexpr std::pair<std::string_view, LegacyMigUuidLookup> kLegacy[] = {
+      {"accepted", LegacyMigUuidLookup::kAccepted},
+      {"not-found", LegacyMigUuidLookup::kNotFound},
+      {"invalid-argument", LegacyMigUuidLookup::kInvalidArgument}};
+  static constexpr std::pair<std::string_view, ParentInstanceIdAnswer> kParent[] = {
+      {"not-supported", ParentInstanceIdAnswer::kNotSupported},
+      {"invalid-argument", ParentInstanceIdAnswer::kInvalidArgument}};
+  if (const char* v = get(kEnvMigIndex)) {
+    MIGD_ASSIGN_OR_RETURN(c.mig_index, ParseChoice(kEnvMigIndex, v, kIndex));
+  }
+  if (const char* v = get(kEnvLegacyMigUuid)) {
+    MIGD_ASSIGN_OR_RETURN(c.legacy_mig_uuid, ParseChoice(kEnvLegacyMigUuid, v, kLegacy));
+  }
+  if (const char* v = get(kEnvParentInstanceId)) {
+    MIGD_ASSIGN_OR_RETURN(c.parent_instance_id, ParseChoice(kEnvParentInstanceId, v, kParent));
+  }
+  if (const char* v = get(kEnvNewCiVisibility)) {
+    const std::string_view s = Trim(v);
+    std::optional<uint64_t> n;
+    if (s == "immediate") {
+      n = 0;
+    } else if (s.starts_with("after-walks:")) {
+      n = ParseU64(s.substr(12));
+      if (n && (*n == 0 || *n > kMaxHiddenWalks)) n.reset();
+    }
+    if (!n) {
+      return InvalidArgumentError(std::string(kEnvNewCiVisibility) + ": '" + std::string(s) +
+                                  "': expected immediate or after-walks:<1.." +
+                                  std::to_string(kMaxHiddenWalks) + ">");
+    }
+    c.new_ci_hidden_walks = static_cast<uint32_t>(*n);
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
 StatusOr<SimConfig> SimConfigFromEnv(const mig::Catalog& catalog, const EnvLookup& getenv) {
   auto get = [&](const char* name) -> const char* {
     return getenv ? getenv(name) : std::getenv(name);
@@ -261,6 +322,7 @@ StatusOr<SimConfig> SimConfigFromEnv(const mig::Catalog& catalog, const EnvLooku
       return InvalidArgumentError(std::string(kEnvFsync) + ": '" + v + "': expected 0 or 1");
     }
   }
+  MIGD_RETURN_IF_ERROR(ParseHeaderOpenKnobs(get, c));
   return c;
 }
 

@@ -14,6 +14,12 @@
 //   MIGD_SIM_LATENCY_MS                  per-call latency (per process)
 //   MIGD_SIM_PROFILE_INFO_MAX_VERSION    2 emulates a pre-R545 driver
 //   MIGD_SIM_FSYNC                       0 turns fsync off
+//   MIGD_SIM_MIG_INDEX                   MIG device numbering (header-open)
+//   MIGD_SIM_LEGACY_MIG_UUID             GetHandleByUUID of "MIG-GPU-…/gi/ci"
+//   MIGD_SIM_PARENT_INSTANCE_ID          Get{Gpu,Compute}InstanceId on a GPU
+//   MIGD_SIM_NEW_CI_VISIBILITY           when a new CI joins the MIG walk
+// The last four choose among behaviours nvml.h leaves open (docs/simulator.md
+// §1.4); kHeaderOpenKnobs lists them.
 //
 // Example:
 //   MIGD_ASSIGN_OR_RETURN(SimConfig cfg, SimConfigFromEnv(mig::Catalog::Default()));
@@ -48,6 +54,18 @@ inline constexpr char kEnvFaults[] = "MIGD_SIM_FAULTS";
 inline constexpr char kEnvLatency[] = "MIGD_SIM_LATENCY_MS";
 inline constexpr char kEnvProfileInfoMaxVersion[] = "MIGD_SIM_PROFILE_INFO_MAX_VERSION";
 inline constexpr char kEnvFsync[] = "MIGD_SIM_FSYNC";
+inline constexpr char kEnvMigIndex[] = "MIGD_SIM_MIG_INDEX";
+inline constexpr char kEnvLegacyMigUuid[] = "MIGD_SIM_LEGACY_MIG_UUID";
+inline constexpr char kEnvParentInstanceId[] = "MIGD_SIM_PARENT_INSTANCE_ID";
+inline constexpr char kEnvNewCiVisibility[] = "MIGD_SIM_NEW_CI_VISIBILITY";
+// The knobs that pick a behaviour the header leaves open. Test fixtures that
+// reset the MIGD_SIM_* environment keep these, so that a whole suite can run
+// under one variant (tests/sim_variants).
+inline constexpr const char* kHeaderOpenKnobs[] = {kEnvMigIndex, kEnvLegacyMigUuid,
+                                                   kEnvParentInstanceId, kEnvNewCiVisibility};
+
+// Largest N of MIGD_SIM_NEW_CI_VISIBILITY=after-walks:N.
+inline constexpr uint32_t kMaxHiddenWalks = 8;
 
 // Largest accepted latency, in milliseconds (10 minutes).
 inline constexpr uint32_t kMaxLatencyMs = 600000;
@@ -99,6 +117,11 @@ class FaultPlan {
 // unknown function or a value outside 0..kMaxLatencyMs.
 StatusOr<std::map<std::string, uint32_t, std::less<>>> ParseLatencies(std::string_view text);
 
+// nvmlDeviceGetHandleByUUID given a pre-R470 "MIG-GPU-<uuid>/<gi>/<ci>".
+enum class LegacyMigUuidLookup { kAccepted, kNotFound, kInvalidArgument };
+// nvmlDeviceGetGpuInstanceId / GetComputeInstanceId given a GPU handle.
+enum class ParentInstanceIdAnswer { kNotSupported, kInvalidArgument };
+
 struct SimConfig {
   std::string state_path;  // "" if MIGD_SIM_STATE is unset or empty
   // Applied only when the state file is created, then recorded in it.
@@ -114,6 +137,13 @@ struct SimConfig {
   std::map<std::string, uint32_t, std::less<>> latency_ms;
   int profile_info_max_version = 3;  // 2 or 3
   bool fsync = true;
+  // Behaviours nvml.h leaves open (per process).
+  MigIndexMode mig_index = MigIndexMode::kShuffled;
+  LegacyMigUuidLookup legacy_mig_uuid = LegacyMigUuidLookup::kAccepted;
+  ParentInstanceIdAnswer parent_instance_id = ParentInstanceIdAnswer::kNotSupported;
+  // A CI created by this process is left out of the first N walks of its
+  // GPU's MIG devices (a walk starts at index 0); 0 = visible at once.
+  uint32_t new_ci_hidden_walks = 0;
 
   // The latency of `function` in ms (its own entry, else "*", else 0).
   uint32_t LatencyFor(std::string_view function) const;

@@ -130,6 +130,10 @@ TEST_F(EnvTest, DefaultsWithNothingSet) {
   EXPECT_TRUE(c->faults.empty());
   EXPECT_EQ(c->profile_info_max_version, 3);
   EXPECT_TRUE(c->fsync);
+  EXPECT_EQ(c->mig_index, MigIndexMode::kShuffled);
+  EXPECT_EQ(c->legacy_mig_uuid, LegacyMigUuidLookup::kAccepted);
+  EXPECT_EQ(c->parent_instance_id, ParentInstanceIdAnswer::kNotSupported);
+  EXPECT_EQ(c->new_ci_hidden_walks, 0u);
   EXPECT_FALSE(MachineOptionsFromConfig(*c).ok());
 }
 
@@ -142,7 +146,11 @@ TEST_F(EnvTest, ReadsEveryKnob) {
           {"MIGD_SIM_FAULTS", "nvmlShutdown=IN_USE"},
           {"MIGD_SIM_LATENCY_MS", "nvmlShutdown=3"},
           {"MIGD_SIM_PROFILE_INFO_MAX_VERSION", "2"},
-          {"MIGD_SIM_FSYNC", "0"}};
+          {"MIGD_SIM_FSYNC", "0"},
+          {"MIGD_SIM_MIG_INDEX", "sparse"},
+          {"MIGD_SIM_LEGACY_MIG_UUID", "invalid-argument"},
+          {"MIGD_SIM_PARENT_INSTANCE_ID", "invalid-argument"},
+          {"MIGD_SIM_NEW_CI_VISIBILITY", "after-walks:3"}};
   StatusOr<SimConfig> c = Read();
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->state_path, "/tmp/s.json");
@@ -154,6 +162,10 @@ TEST_F(EnvTest, ReadsEveryKnob) {
   EXPECT_EQ(c->LatencyFor("nvmlShutdown"), 3u);
   EXPECT_EQ(c->profile_info_max_version, 2);
   EXPECT_FALSE(c->fsync);
+  EXPECT_EQ(c->mig_index, MigIndexMode::kSparse);
+  EXPECT_EQ(c->legacy_mig_uuid, LegacyMigUuidLookup::kInvalidArgument);
+  EXPECT_EQ(c->parent_instance_id, ParentInstanceIdAnswer::kInvalidArgument);
+  EXPECT_EQ(c->new_ci_hidden_walks, 3u);
   StatusOr<MachineOptions> o = MachineOptionsFromConfig(*c);
   ASSERT_TRUE(o.ok());
   EXPECT_EQ(o->nonce, 42u);
@@ -171,12 +183,24 @@ TEST_F(EnvTest, EveryBadValueNamesItsVariable) {
       {"MIGD_SIM_LATENCY_MS", "nvmlShutdown=slow"},
       {"MIGD_SIM_PROFILE_INFO_MAX_VERSION", "4"},
       {"MIGD_SIM_FSYNC", "yes"},
+      {"MIGD_SIM_MIG_INDEX", "random"},
+      {"MIGD_SIM_LEGACY_MIG_UUID", "refused"},
+      {"MIGD_SIM_PARENT_INSTANCE_ID", "zero"},
+      {"MIGD_SIM_NEW_CI_VISIBILITY", "after-walks:0"},
   };
   for (const auto& [name, value] : bad) {
     env_ = {{"MIGD_SIM_STATE", "/tmp/s.json"}, {name, value}};
     EXPECT_THAT(Read(), StatusIs(StatusCode::kInvalidArgument, StartsWith(name + ":")))
         << name << "=" << value;
   }
+  for (const char* v : {"after-walks:9", "after-walks:", "later", "after-walks:x"}) {
+    env_ = {{"MIGD_SIM_NEW_CI_VISIBILITY", v}};
+    EXPECT_THAT(Read(), StatusIs(StatusCode::kInvalidArgument,
+                                 HasSubstr("expected immediate or after-walks:<1..8>")))
+        << v;
+  }
+  env_ = {{"MIGD_SIM_MIG_INDEX", "dense"}};
+  EXPECT_EQ(Read()->mig_index, MigIndexMode::kDense);
   env_ = {{"MIGD_SIM_GPUS", "a100-40gb:20,h100-80gb:13"}};
   EXPECT_THAT(Read(), StatusIs(StatusCode::kInvalidArgument, HasSubstr("more than 32")));
 }

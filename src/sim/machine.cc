@@ -167,24 +167,50 @@ mig::Layout Machine::LayoutOf(const SimGpu& gpu) const {
   return layout;
 }
 
-std::vector<MigDeviceRef> Machine::MigDevices(GpuIndex gpu) const {
+std::vector<std::optional<MigDeviceRef>> Machine::MigDeviceSlots(
+    GpuIndex gpu, MigIndexMode mode, const std::set<uint64_t>& hidden) const {
   const SimGpu* g = FindGpu(gpu);
   if (g == nullptr || !g->mig_current) return {};
   struct Keyed {
     uint64_t key;
     MigDeviceRef ref;
   };
+  // The order changes whenever the GPU's set of CIs does (and only then: GI
+  // changes and other GPUs leave it alone).
+  uint64_t epoch = 0;
   std::vector<Keyed> all;
-  const uint64_t epoch = Mix64(state_->serial);
   for (const SimGi& gi : g->gpu_instances) {
     for (const SimCi& ci : gi.compute_instances) {
-      all.push_back({Mix64(ci.serial ^ epoch), {gi.id, ci.id}});
+      epoch = Mix64(epoch ^ ci.serial);
+      if (hidden.contains(ci.serial)) continue;
+      all.push_back({ci.serial, {gi.id, ci.id}});  // (GI id, CI id) order
     }
   }
-  std::sort(all.begin(), all.end(), [](const Keyed& a, const Keyed& b) { return a.key < b.key; });
+  for (Keyed& k : all) k.key = Mix64(k.key ^ epoch);
+  const uint32_t max = MaxMigDeviceCount(gpu);
+  std::vector<std::optional<MigDeviceRef>> slots;
+  if (mode == MigIndexMode::kSparse) {
+    // Every CI takes at least one compute slice, so all fit below the maximum.
+    slots.resize(max);
+    for (const Keyed& k : all) {
+      uint32_t i = static_cast<uint32_t>(k.key % max);
+      while (slots[i]) i = (i + 1) % max;
+      slots[i] = k.ref;
+    }
+    return slots;
+  }
+  if (mode == MigIndexMode::kShuffled) {
+    std::sort(all.begin(), all.end(), [](const Keyed& a, const Keyed& b) { return a.key < b.key; });
+  }
+  for (const Keyed& k : all) slots.push_back(k.ref);
+  return slots;
+}
+
+std::vector<MigDeviceRef> Machine::MigDevices(GpuIndex gpu, MigIndexMode mode) const {
   std::vector<MigDeviceRef> out;
-  out.reserve(all.size());
-  for (const Keyed& k : all) out.push_back(k.ref);
+  for (const std::optional<MigDeviceRef>& s : MigDeviceSlots(gpu, mode)) {
+    if (s) out.push_back(*s);
+  }
   return out;
 }
 

@@ -26,6 +26,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -78,6 +79,14 @@ struct MigDeviceRef {
   friend bool operator==(const MigDeviceRef&, const MigDeviceRef&) = default;
 };
 
+// How MIG device indices are laid out over 0..MaxMigDeviceCount-1 (the
+// header does not say; docs/simulator.md §1.4).
+enum class MigIndexMode {
+  kShuffled,  // dense from 0, order re-drawn whenever the GPU's set of CIs changes
+  kDense,     // dense from 0, ordered by (GI id, CI id)
+  kSparse,    // with holes: each CI at a pseudo-random index below the maximum
+};
+
 struct CiLocation {
   GpuIndex gpu;
   NvmlGiId gi;
@@ -106,11 +115,16 @@ class Machine {
   // The GPU's GIs as a mig::Layout.
   mig::Layout LayoutOf(const SimGpu& gpu) const;
 
-  // The MIG devices (CIs) of `gpu` in MIG device index order: dense from 0,
-  // in a pseudo-random order that changes with every creation, destruction
-  // and reboot (mig-hardware.md §5.15), so code that keeps indices breaks in
-  // tests. Empty with MIG off or an unknown GPU.
-  std::vector<MigDeviceRef> MigDevices(GpuIndex gpu) const;
+  // The MIG device at each index 0..MaxMigDeviceCount-1 of `gpu` (nullopt: no
+  // device at that index) under `mode`. CIs whose serial is in `hidden` are
+  // left out (not yet visible to the walk). kShuffled redraws the order
+  // whenever the GPU's set of CIs changes, so code that keeps indices breaks
+  // in tests. Empty with MIG off or an unknown GPU.
+  std::vector<std::optional<MigDeviceRef>> MigDeviceSlots(
+      GpuIndex gpu, MigIndexMode mode, const std::set<uint64_t>& hidden = {}) const;
+  // The MIG devices in index order, holes skipped (kShuffled by default).
+  std::vector<MigDeviceRef> MigDevices(GpuIndex gpu,
+                                       MigIndexMode mode = MigIndexMode::kShuffled) const;
   // Compute slices of the model with MIG on; 0 with MIG off.
   uint32_t MaxMigDeviceCount(GpuIndex gpu) const;
 

@@ -35,6 +35,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -63,7 +64,10 @@ constexpr bool kLegacy = false;
 #endif
 
 constexpr uint64_t kHandleMagic = 0x316d697364676d69ull;
-constexpr unsigned int kMaxGiProfileIndex = nvml_abi::kGiProfileCount - 1;  // 0x11
+// The last GI profile index the library knows: 0x11 (NVML 13.3), or 0x7 for
+// the R470 library (the 11.4 header's NVML_GPU_INSTANCE_PROFILE_COUNT is 0x8).
+constexpr unsigned int kMaxGiProfileIndex =
+    kLegacy ? nvml_abi::kGiProfile1SliceRev1 : nvml_abi::kGiProfileCount - 1;
 
 enum class HandleKind : uint32_t { kGpu, kMig, kGi, kCi };
 
@@ -120,6 +124,13 @@ struct Session {
     return h;
   }
 
+  // A CI this process created that the walk does not show yet
+  // (MIGD_SIM_NEW_CI_VISIBILITY).
+  struct HiddenCi {
+    uint32_t gpu = 0;
+    uint32_t walks_started = 0;  // index-0 calls on its GPU since its creation
+  };
+
   std::mutex mu;
   // Everything below is guarded by mu.
   int refcount = 0;
@@ -131,6 +142,7 @@ struct Session {
   std::map<std::string, uint64_t, std::less<>> call_numbers;
   std::map<std::tuple<HandleKind, uint32_t, uint32_t, uint32_t, uint64_t>, Handle*> interned;
   std::unordered_set<const Handle*> all_handles;
+  std::map<uint64_t, HiddenCi> hidden_cis;  // by CI serial
 };
 
 // The result of a call body: its return code and whether it changed the
@@ -184,6 +196,29 @@ class Ctx {
     const Handle* h = session_.Lookup(c);
     if (h == nullptr || h->kind != HandleKind::kCi) return std::nullopt;
     return Resolve(h);
+  }
+
+  // A CI just created: hidden from the next walks if the knob says so.
+  void NoteNewCi(const SimGpu& gpu, const SimCi& ci) {
+    if (session_.config.new_ci_hidden_walks > 0) {
+      session_.hidden_cis[ci.serial] = Session::HiddenCi{gpu.index.value(), 0};
+    }
+  }
+  // The serials of `gpu`'s CIs the walk does not show yet. `walk_start`: the
+  // caller asks for index 0, which starts a walk.
+  std::set<uint64_t> HiddenCis(const SimGpu& gpu, bool walk_start) {
+    std::set<uint64_t> out;
+    for (auto it = session_.hidden_cis.begin(); it != session_.hidden_cis.end();) {
+      Session::HiddenCi& h = it->second;
+      if (h.gpu == gpu.index.value() && walk_start) ++h.walks_started;
+      if (h.walks_started > session_.config.new_ci_hidden_walks) {
+        it = session_.hidden_cis.erase(it);
+        continue;
+      }
+      if (h.gpu == gpu.index.value()) out.insert(it->first);
+      ++it;
+    }
+    return out;
   }
 
   nvmlDevice_t GpuHandle(const SimGpu& gpu) {
@@ -430,6 +465,7 @@ nvmlReturn_t ShutdownImpl(const char* fn) noexcept {
     if (--s.refcount == 0) {
       ++s.generation;  // every handle of this session is now invalid
       s.interned.clear();
+      s.hidden_cis.clear();
     }
     CountOnly(s, fn, NvmlResultName(NVML_SUCCESS));
     if (fault && fault->action == FaultAction::kCrashAfter) Die();
@@ -758,6 +794,14 @@ nvmlReturn_t ListProcesses(const Ctx& c, nvmlDevice_t device, unsigned int* coun
   return NVML_SUCCESS;
 }
 
+// The GI profile `id` of the GPU's model, if this library knows it: the R470
+// library knows only the first 8 profile indices.
+const mig::GiProfile* KnownProfileById(const Ctx& c, const SimGpu& gpu, GiProfileId id) {
+  const mig::GiProfile* p = c.m.ModelOf(gpu).FindProfileById(id);
+  if (p == nullptr || p->index.value() > kMaxGiProfileIndex) return nullptr;
+  return p;
+}
+
 nvmlReturn_t GetHandleByIndex(Ctx& c, unsigned int index, nvmlDevice_t* device) {
   if (device == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
   const SimGpu* gpu = c.m.FindGpu(GpuIndex(index));
@@ -798,8 +842,10 @@ nvmlReturn_t GiPlacements(Ctx& c, nvmlDevice_t device, unsigned int profile_id,
                           nvmlGpuInstancePlacement_t* placements, unsigned int* count, bool v2) {
   std::optional<Resolved> r = c.Gpu(device);
   if (!r || count == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-  if (!v2 && !r->gpu->mig_current) return NVML_ERROR_NOT_SUPPORTED;
-  const mig::GiProfile* p = c.m.ModelOf(*r->gpu).FindProfileById(GiProfileId(profile_id));
+  // _v2 answers "regardless of whether MIG is enabled or not" (13.x doc); the
+  // 11.4 doc of _v2 and the v1 call need MIG mode on.
+  if ((!v2 || kLegacy) && !r->gpu->mig_current) return NVML_ERROR_NOT_SUPPORTED;
+  const mig::GiProfile* p = KnownProfileById(c, *r->gpu, GiProfileId(profile_id));
   if (p == nullptr) return NVML_ERROR_NOT_SUPPORTED;
   const auto n = static_cast<unsigned int>(p->placements.size());
   if (placements == nullptr) {
@@ -807,10 +853,9 @@ nvmlReturn_t GiPlacements(Ctx& c, nvmlDevice_t device, unsigned int profile_id,
     *count = n;
     return NVML_SUCCESS;
   }
-  if (*count < n) {
-    *count = n;
-    return NVML_ERROR_INSUFFICIENT_SIZE;
-  }
+  // `count` is output only ("Returns number of allowed placements"): the
+  // buffer "must be large enough to accommodate the placements supported by
+  // the profile", whatever *count held.
   for (unsigned int i = 0; i < n; ++i) {
     placements[i] = {p->placements[i].start, p->placements[i].size};
   }
@@ -822,6 +867,9 @@ Outcome CreateGi(Ctx& c, nvmlDevice_t device, unsigned int profile_id,
                  const nvmlGpuInstancePlacement_t* placement, nvmlGpuInstance_t* gpu_instance) {
   std::optional<Resolved> r = c.Gpu(device);
   if (!r || gpu_instance == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  if (r->gpu->mig_current && KnownProfileById(c, *r->gpu, GiProfileId(profile_id)) == nullptr) {
+    return NVML_ERROR_INVALID_ARGUMENT;
+  }
   std::optional<mig::Placement> where;
   if (placement != nullptr) where = mig::Placement{placement->start, placement->size};
   SimOr<SimGi> gi = c.m.CreateGi(r->gpu->index, GiProfileId(profile_id), where);
@@ -856,6 +904,7 @@ Outcome CreateCi(Ctx& c, nvmlGpuInstance_t gpu_instance, unsigned int profile_id
   if (!ci.ok()) return ci.code();
   const SimGi* gi = c.m.FindGi(r->gpu->index, r->gi->id);
   *compute_instance = c.CiHandle(*r->gpu, *gi, *ci);
+  c.NoteNewCi(*r->gpu, *ci);
   return Outcome(NVML_SUCCESS, true);
 }
 
@@ -863,7 +912,9 @@ nvmlReturn_t CiInfo(Ctx& c, nvmlComputeInstance_t compute_instance,
                     nvmlComputeInstanceInfo_t* out) {
   std::optional<Resolved> r = c.Ci(compute_instance);
   if (!r || out == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-  out->device = c.MigHandle(*r->gpu, *r->gi, *r->ci);
+  // nvml.h: "nvmlDevice_t device; //!< Parent device" -- the GPU, not the
+  // MIG device (which only GetMigDeviceHandleByIndex / GetHandleByUUID give).
+  out->device = c.GpuHandle(*r->gpu);
   out->gpuInstance = c.GiHandle(*r->gpu, *r->gi);
   out->id = r->ci->id.value();
   out->profileId = r->ci->profile_id.value();
@@ -895,6 +946,14 @@ std::optional<std::tuple<std::string, uint32_t, uint32_t>> ParseLegacyMigUuid(st
     return std::nullopt;
   }
   return std::make_tuple(std::string(s.substr(0, slash1)), gi, ci);
+}
+
+// Get{Gpu,Compute}InstanceId given a GPU handle: the header documents them
+// for "the given MIG device handle" only (MIGD_SIM_PARENT_INSTANCE_ID).
+nvmlReturn_t ParentInstanceIdResult(const Ctx& c) {
+  return c.config().parent_instance_id == ParentInstanceIdAnswer::kInvalidArgument
+             ? NVML_ERROR_INVALID_ARGUMENT
+             : NVML_ERROR_NOT_SUPPORTED;
 }
 
 bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
@@ -981,6 +1040,15 @@ MIGD_SIM_EXPORT nvmlReturn_t nvmlDeviceGetHandleByUUID(const char* uuid, nvmlDev
     std::optional<migd::sim::CiLocation> loc = c.m.FindCiByUuid(want);
     if (!loc) {
       if (auto legacy = migd::sim::ParseLegacyMigUuid(want)) {
+        // Whether the pre-R470 form is still accepted is not in the header.
+        switch (c.config().legacy_mig_uuid) {
+          case migd::sim::LegacyMigUuidLookup::kAccepted:
+            break;
+          case migd::sim::LegacyMigUuidLookup::kNotFound:
+            return NVML_ERROR_NOT_FOUND;
+          case migd::sim::LegacyMigUuidLookup::kInvalidArgument:
+            return NVML_ERROR_INVALID_ARGUMENT;
+        }
         for (const migd::sim::SimGpu& gpu : c.m.state().gpus) {
           if (migd::sim::EqualsIgnoreCase(gpu.uuid.value(), std::get<0>(*legacy)) &&
               c.m.FindCi(gpu.index, NvmlGiId(std::get<1>(*legacy)),
@@ -1045,14 +1113,15 @@ MIGD_SIM_EXPORT nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned in
       *index = r->gpu->index.value();
       return NVML_SUCCESS;
     }
-    const std::vector<migd::sim::MigDeviceRef> order = c.m.MigDevices(r->gpu->index);
-    for (size_t i = 0; i < order.size(); ++i) {
-      if (order[i].gi == r->gi->id && order[i].ci == r->ci->id) {
+    const auto slots = c.m.MigDeviceSlots(r->gpu->index, c.config().mig_index,
+                                          c.HiddenCis(*r->gpu, /*walk_start=*/false));
+    for (size_t i = 0; i < slots.size(); ++i) {
+      if (slots[i] && slots[i]->gi == r->gi->id && slots[i]->ci == r->ci->id) {
         *index = static_cast<unsigned int>(i);
         return NVML_SUCCESS;
       }
     }
-    return NVML_ERROR_UNKNOWN;
+    return NVML_ERROR_NOT_FOUND;  // not visible to the walk yet
   });
 }
 
@@ -1161,10 +1230,13 @@ MIGD_SIM_EXPORT nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t de
     std::optional<Resolved> r = c.Gpu(device);
     if (!r || mig_device == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
     if (index >= c.m.MaxMigDeviceCount(r->gpu->index)) return NVML_ERROR_INVALID_ARGUMENT;
-    const std::vector<migd::sim::MigDeviceRef> order = c.m.MigDevices(r->gpu->index);
-    if (index >= order.size()) return NVML_ERROR_NOT_FOUND;
-    const migd::sim::SimGi* gi = c.m.FindGi(r->gpu->index, order[index].gi);
-    const migd::sim::SimCi* ci = c.m.FindCi(r->gpu->index, order[index].gi, order[index].ci);
+    const auto slots = c.m.MigDeviceSlots(r->gpu->index, c.config().mig_index,
+                                          c.HiddenCis(*r->gpu, /*walk_start=*/index == 0));
+    // "NVML_ERROR_NOT_FOUND if no valid MIG device was found at index".
+    if (index >= slots.size() || !slots[index]) return NVML_ERROR_NOT_FOUND;
+    const migd::sim::MigDeviceRef ref = *slots[index];
+    const migd::sim::SimGi* gi = c.m.FindGi(r->gpu->index, ref.gi);
+    const migd::sim::SimCi* ci = c.m.FindCi(r->gpu->index, ref.gi, ref.ci);
     *mig_device = c.MigHandle(*r->gpu, *gi, *ci);
     return NVML_SUCCESS;
   });
@@ -1194,7 +1266,7 @@ MIGD_SIM_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t device, uns
   return RunCall(__func__, [&](Ctx& c) -> Outcome {
     std::optional<Resolved> r = c.Device(device);
     if (!r || id == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-    if (!r->is_mig()) return NVML_ERROR_NOT_SUPPORTED;
+    if (!r->is_mig()) return migd::sim::ParentInstanceIdResult(c);
     *id = r->gi->id.value();
     return NVML_SUCCESS;
   });
@@ -1204,7 +1276,7 @@ MIGD_SIM_EXPORT nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t device,
   return RunCall(__func__, [&](Ctx& c) -> Outcome {
     std::optional<Resolved> r = c.Device(device);
     if (!r || id == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-    if (!r->is_mig()) return NVML_ERROR_NOT_SUPPORTED;
+    if (!r->is_mig()) return migd::sim::ParentInstanceIdResult(c);
     *id = r->ci->id.value();
     return NVML_SUCCESS;
   });
@@ -1218,7 +1290,9 @@ MIGD_SIM_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfo(
     std::optional<Resolved> r = c.Gpu(device);
     if (!r || info == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
     if (profile > migd::sim::kMaxGiProfileIndex) return NVML_ERROR_INVALID_ARGUMENT;
-    // Answers with MIG disabled too (12.4+ doc, nvml.md §7.2).
+    // 12.4+ doc: NOT_SUPPORTED "If device doesn't support MIG", so it answers
+    // with MIG disabled; the 11.4 doc (R470): "doesn't have MIG mode enabled".
+    if (migd::sim::kLegacy && !r->gpu->mig_current) return NVML_ERROR_NOT_SUPPORTED;
     const mig::GiProfile* p =
         c.m.ModelOf(*r->gpu).FindProfileByIndex(migd::GiProfileIndex(profile));
     if (p == nullptr) return NVML_ERROR_NOT_SUPPORTED;
@@ -1265,6 +1339,10 @@ MIGD_SIM_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceRemainingCapacity(nvmlDevic
   return RunCall(__func__, [&](Ctx& c) -> Outcome {
     std::optional<Resolved> r = c.Gpu(device);
     if (!r || count == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    if (r->gpu->mig_current &&
+        migd::sim::KnownProfileById(c, *r->gpu, GiProfileId(profile_id)) == nullptr) {
+      return NVML_ERROR_INVALID_ARGUMENT;
+    }
     migd::sim::SimOr<uint32_t> cap =
         c.m.GiRemainingCapacity(r->gpu->index, GiProfileId(profile_id));
     if (!cap.ok()) return cap.code();
@@ -1305,7 +1383,7 @@ MIGD_SIM_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstances(nvmlDevice_t device, unsi
     std::optional<Resolved> r = c.Gpu(device);
     if (!r || gpu_instances == nullptr || count == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
     if (!r->gpu->mig_current) return NVML_ERROR_NOT_SUPPORTED;
-    if (c.m.ModelOf(*r->gpu).FindProfileById(GiProfileId(profile_id)) == nullptr) {
+    if (migd::sim::KnownProfileById(c, *r->gpu, GiProfileId(profile_id)) == nullptr) {
       return NVML_ERROR_INVALID_ARGUMENT;
     }
     // The buffer holds the profile's instanceCount entries (nvml.md §3.4),
@@ -1409,10 +1487,7 @@ MIGD_SIM_EXPORT nvmlReturn_t nvmlGpuInstanceGetComputeInstancePossiblePlacements
       *count = n;
       return NVML_SUCCESS;
     }
-    if (*count < n) {
-      *count = n;
-      return NVML_ERROR_INSUFFICIENT_SIZE;
-    }
+    // `count` is output only, as for the GI placements.
     for (unsigned int i = 0; i < n; ++i) {
       placements[i] = {cp->placements[i].start, cp->placements[i].size};
     }
@@ -1457,9 +1532,10 @@ nvmlGpuInstanceGetComputeInstances(nvmlGpuInstance_t gpu_instance, unsigned int 
     if (!r || compute_instances == nullptr || count == nullptr) {
       return NVML_ERROR_INVALID_ARGUMENT;
     }
+    // nvml.h: NOT_SUPPORTED "If profileId isn't supported" (by this GI).
     if (migd::sim::FindCiProfileById(c.m.GiProfileOf(*r->gpu, *r->gi), CiProfileId(profile_id)) ==
         nullptr) {
-      return NVML_ERROR_INVALID_ARGUMENT;
+      return NVML_ERROR_NOT_SUPPORTED;
     }
     unsigned int n = 0;
     for (const migd::sim::SimCi& ci : r->gi->compute_instances) {

@@ -16,6 +16,8 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <set>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -219,6 +221,38 @@ std::string Uuid(const Nvml& n, nvmlDevice_t d) {
   return buf;
 }
 
+// One walk over the MIG device indices of `gpu`: (GI id, CI id) -> (index,
+// handle); every index the library answers with a device, in order.
+struct Walked {
+  unsigned int index;
+  unsigned int gi;
+  unsigned int ci;
+  nvmlDevice_t handle;
+};
+std::vector<Walked> Walk(const Nvml& n, nvmlDevice_t gpu) {
+  std::vector<Walked> out;
+  unsigned int max = 0;
+  if (n.max_mig(gpu, &max) != NVML_SUCCESS) return out;
+  for (unsigned int i = 0; i < max; ++i) {
+    nvmlDevice_t h = nullptr;
+    unsigned int gi = 0;
+    unsigned int ci = 0;
+    if (n.mig_by_index(gpu, i, &h) != NVML_SUCCESS) continue;
+    if (n.gi_id(h, &gi) == NVML_SUCCESS && n.ci_id(h, &ci) == NVML_SUCCESS) {
+      out.push_back({i, gi, ci, h});
+    }
+  }
+  return out;
+}
+
+// The MIG device of (gi, ci) found by one walk; nullptr if absent.
+nvmlDevice_t MigDevice(const Nvml& n, nvmlDevice_t gpu, unsigned int gi, unsigned int ci) {
+  for (const Walked& w : Walk(n, gpu)) {
+    if (w.gi == gi && w.ci == ci) return w.handle;
+  }
+  return nullptr;
+}
+
 class SimAbiTest : public ::testing::Test {
  protected:
   std::string State() const { return dir_.Join("state.json"); }
@@ -228,7 +262,9 @@ class SimAbiTest : public ::testing::Test {
            const std::string& extra_value = "") const {
     for (const char* v :
          {"MIGD_SIM_FAULTS", "MIGD_SIM_LATENCY_MS", "MIGD_SIM_GI_IDS", "MIGD_SIM_PROC_ROOT",
-          "MIGD_SIM_PROFILE_INFO_MAX_VERSION", "MIGD_SIM_NONCE"}) {
+          "MIGD_SIM_PROFILE_INFO_MAX_VERSION", "MIGD_SIM_NONCE", "MIGD_SIM_MIG_INDEX",
+          "MIGD_SIM_LEGACY_MIG_UUID", "MIGD_SIM_PARENT_INSTANCE_ID",
+          "MIGD_SIM_NEW_CI_VISIBILITY"}) {
       ::unsetenv(v);
     }
     ::setenv("MIGD_SIM_STATE", State().c_str(), 1);
@@ -526,8 +562,9 @@ TEST_F(SimAbiTest, PossiblePlacements) {
     CHECK_EQ(n.placements_v2(gpu, 19, nullptr, &count), NVML_SUCCESS);
     CHECK_EQ(count, 7u);
     nvmlGpuInstancePlacement_t buf[8] = {};
+    // *count is output only: the buffer must hold every placement.
     count = 3;
-    CHECK_EQ(n.placements_v2(gpu, 19, buf, &count), NVML_ERROR_INSUFFICIENT_SIZE);
+    CHECK_EQ(n.placements_v2(gpu, 19, buf, &count), NVML_SUCCESS);
     CHECK_EQ(count, 7u);
     count = 8;
     CHECK_EQ(n.placements_v2(gpu, 15, buf, &count), NVML_SUCCESS);
@@ -545,13 +582,14 @@ TEST_F(SimAbiTest, PossiblePlacements) {
     count = 8;
     CHECK_EQ(n.placements_v2(gpu, 19, buf, &count), NVML_SUCCESS);
     CHECK_EQ(count, 7u);
-    // v1: MIG must be on; no NULL count query; INSUFFICIENT_SIZE on a short buffer.
+    // v1: MIG must be on; no NULL count query; *count output only.
     count = 8;
     CHECK_EQ(n.placements_v1(gpu, 9, buf, &count), NVML_SUCCESS);
     CHECK_EQ(count, 2u);
     CHECK_EQ(n.placements_v1(gpu, 9, nullptr, &count), NVML_ERROR_INVALID_ARGUMENT);
-    count = 1;
-    CHECK_EQ(n.placements_v1(gpu, 9, buf, &count), NVML_ERROR_INSUFFICIENT_SIZE);
+    count = 0;
+    CHECK_EQ(n.placements_v1(gpu, 9, buf, &count), NVML_SUCCESS);
+    CHECK_EQ(count, 2u);
     count = 8;
     CHECK_EQ(n.placements_v1(off, 9, buf, &count), NVML_ERROR_NOT_SUPPORTED);
     // CI placements, relative to the GI's compute slices.
@@ -565,6 +603,9 @@ TEST_F(SimAbiTest, PossiblePlacements) {
     CHECK_EQ(cbuf[1].start, 4u);
     CHECK_EQ(cbuf[1].size, 3u);
     CHECK_EQ(n.ci_placements(gi, 7, cbuf, &count), NVML_ERROR_NOT_SUPPORTED);
+    count = 0;  // output only
+    CHECK_EQ(n.ci_placements(gi, 2, cbuf, &count), NVML_SUCCESS);
+    CHECK_EQ(count, 2u);
     n.shutdown();
   }));
 }
@@ -663,14 +704,19 @@ TEST_F(SimAbiTest, CreateDestroySemanticsAndCodes) {
     CHECK_EQ(n.cis(gi, 2, cis, &count), NVML_SUCCESS);
     CHECK_EQ(count, 1u);
     CHECK_EQ(cis[0], ci);
-    CHECK_EQ(n.cis(gi, 7, cis, &count), NVML_ERROR_INVALID_ARGUMENT);
+    // nvml.h: NOT_SUPPORTED "If profileId isn't supported" (7: not in a 3g GI).
+    CHECK_EQ(n.cis(gi, 7, cis, &count), NVML_ERROR_NOT_SUPPORTED);
     nvmlComputeInstance_t by_id = nullptr;
     CHECK_EQ(n.ci_by_id(gi, 0, &by_id), NVML_SUCCESS);
     CHECK_EQ(by_id, ci);
     CHECK_EQ(n.ci_by_id(gi, 5, &by_id), NVML_ERROR_NOT_FOUND);
 
-    // The MIG device.
-    nvmlDevice_t mig = info.device;
+    // The CI info's device is the parent GPU ("Parent device"); the MIG
+    // device is only reachable through the walk (or its UUID).
+    CHECK_EQ(info.device, gpu);
+    CHECK_EQ(Uuid(n, info.device), Uuid(n, gpu));
+    nvmlDevice_t mig = MigDevice(n, gpu, 1, 0);
+    CHECK_TRUE(mig != nullptr);
     unsigned int v = 0;
     CHECK_EQ(n.is_mig(mig, &v), NVML_SUCCESS);
     CHECK_EQ(v, 1u);
@@ -734,22 +780,25 @@ TEST_F(SimAbiTest, ProcessesMakeDestroyInUse) {
     CHECK_EQ(n.create_gi(gpu, 14, &p, &gi), NVML_SUCCESS);
     nvmlComputeInstance_t ci = nullptr;
     CHECK_EQ(n.create_ci(gi, 1, &ci), NVML_SUCCESS);
-    nvmlComputeInstanceInfo_t info{};
-    n.ci_info(ci, &info);
-    const std::string uuid = Uuid(n, info.device);
+    nvmlGpuInstanceInfo_t gi_info{};
+    n.gi_info(gi, &gi_info);
+    nvmlComputeInstanceInfo_t ci_info{};
+    n.ci_info(ci, &ci_info);
+    const nvmlDevice_t mig = MigDevice(n, gpu, gi_info.id, ci_info.id);
+    const std::string uuid = Uuid(n, mig);
 
     unsigned int count = 0;
-    CHECK_EQ(n.procs_v3(info.device, &count, nullptr), NVML_SUCCESS);  // nothing runs
+    CHECK_EQ(n.procs_v3(mig, &count, nullptr), NVML_SUCCESS);  // nothing runs
     CHECK_EQ(count, 0u);
     CHECK_EQ(n.attach(uuid.c_str(), 4242, 3ull << 30), NVML_SUCCESS);
     CHECK_EQ(n.attach(uuid.c_str(), 4243, 1ull << 30), NVML_SUCCESS);
     CHECK_EQ(n.attach("MIG-00000000-0000-5000-8000-000000000000", 1, 1), NVML_ERROR_NOT_FOUND);
     count = 0;
-    CHECK_EQ(n.procs_v3(info.device, &count, nullptr), NVML_ERROR_INSUFFICIENT_SIZE);
+    CHECK_EQ(n.procs_v3(mig, &count, nullptr), NVML_ERROR_INSUFFICIENT_SIZE);
     CHECK_EQ(count, 2u);
     nvmlProcessInfo_t procs[4] = {};
     count = 4;
-    CHECK_EQ(n.procs_v3(info.device, &count, procs), NVML_SUCCESS);
+    CHECK_EQ(n.procs_v3(mig, &count, procs), NVML_SUCCESS);
     CHECK_EQ(count, 2u);
     CHECK_EQ(procs[0].pid, 4242u);
     CHECK_EQ(procs[0].usedGpuMemory, 3ull << 30);
@@ -760,15 +809,15 @@ TEST_F(SimAbiTest, ProcessesMakeDestroyInUse) {
     CHECK_EQ(count, 2u);
     nvmlProcessInfo_v1_t v1[4] = {};
     count = 4;
-    CHECK_EQ(n.procs_v1(info.device, &count, v1), NVML_SUCCESS);
+    CHECK_EQ(n.procs_v1(mig, &count, v1), NVML_SUCCESS);
     CHECK_EQ(count, 2u);
     CHECK_EQ(v1[1].pid, 4243u);
     CHECK_EQ(v1[1].usedGpuMemory, 1ull << 30);
     count = 4;
-    CHECK_EQ(n.graphics_v3(info.device, &count, procs), NVML_SUCCESS);
+    CHECK_EQ(n.graphics_v3(mig, &count, procs), NVML_SUCCESS);
     CHECK_EQ(count, 0u);
     nvmlMemory_t mem{};
-    CHECK_EQ(n.memory(info.device, &mem), NVML_SUCCESS);
+    CHECK_EQ(n.memory(mig, &mem), NVML_SUCCESS);
     CHECK_EQ(mem.used, 4ull << 30);
     CHECK_EQ(mem.total, 9856ull << 20);
 
@@ -800,9 +849,7 @@ TEST_F(SimAbiTest, ProcessMarkingWorksFromAnotherProcessWithoutInit) {
       CHECK_EQ(n.create_gi(gpu, 0, &p, &gi), NVML_SUCCESS);
       nvmlComputeInstance_t ci = nullptr;
       CHECK_EQ(n.create_ci(gi, 4, &ci), NVML_SUCCESS);
-      nvmlComputeInstanceInfo_t info{};
-      n.ci_info(ci, &info);
-      const std::string u = Uuid(n, info.device);
+      const std::string u = Uuid(n, MigDevice(n, gpu, 0, 0));
       CHECK_TRUE(::write(fds[1], u.data(), u.size()) == static_cast<ssize_t>(u.size()));
       n.shutdown();
     }));
@@ -856,8 +903,9 @@ TEST_F(SimAbiTest, StaleHandlesAreInvalidArgument) {
     CHECK_EQ(n.create_ci(gi, 0, &ci), NVML_SUCCESS);
     nvmlComputeInstanceInfo_t info{};
     n.ci_info(ci, &info);
-    nvmlDevice_t mig = info.device;
+    nvmlDevice_t mig = MigDevice(n, gpu, 3, 0);
     const std::string first_uuid = Uuid(n, mig);
+    CHECK_TRUE(IsValidMigUuid(first_uuid));
     CHECK_EQ(n.destroy_ci(ci), NVML_SUCCESS);
     CHECK_EQ(n.ci_info(ci, &info), NVML_ERROR_INVALID_ARGUMENT);
     CHECK_EQ(n.destroy_ci(ci), NVML_ERROR_INVALID_ARGUMENT);
@@ -880,7 +928,9 @@ TEST_F(SimAbiTest, StaleHandlesAreInvalidArgument) {
     CHECK_EQ(n.create_ci(gi2, 0, &ci2), NVML_SUCCESS);
     CHECK_EQ(n.ci_info(ci2, &info), NVML_SUCCESS);
     CHECK_EQ(info.id, 0u);
-    CHECK_TRUE(Uuid(n, info.device) != first_uuid);
+    const std::string second_uuid = Uuid(n, MigDevice(n, gpu, 3, 0));
+    CHECK_TRUE(IsValidMigUuid(second_uuid));
+    CHECK_TRUE(second_uuid != first_uuid);
     CHECK_EQ(n.uuid(mig, buf, sizeof(buf)), NVML_ERROR_INVALID_ARGUMENT);
 
     // A simulated reboot makes every GI/CI handle stale.
@@ -911,22 +961,201 @@ TEST_F(SimAbiTest, GetHandleByUuidAcceptsMigUuidsInBothFormats) {
     nvmlComputeInstance_t ci = nullptr;
     CHECK_EQ(n.create_ci(gi, 0, &ci), NVML_SUCCESS);  // CI 0
     CHECK_EQ(n.create_ci(gi, 0, &ci), NVML_SUCCESS);  // CI 1
-    nvmlComputeInstanceInfo_t info{};
-    n.ci_info(ci, &info);
-    const std::string uuid = Uuid(n, info.device);
+    nvmlDevice_t mig = MigDevice(n, gpu, 2, 1);
+    const std::string uuid = Uuid(n, mig);
     nvmlDevice_t found = nullptr;
     CHECK_EQ(n.by_uuid(uuid.c_str(), &found), NVML_SUCCESS);
-    CHECK_EQ(found, info.device);
+    CHECK_EQ(found, mig);
     std::string upper = uuid;
     for (size_t i = 4; i < upper.size(); ++i) upper[i] = static_cast<char>(std::toupper(upper[i]));
     CHECK_EQ(n.by_uuid(upper.c_str(), &found), NVML_SUCCESS);
-    CHECK_EQ(found, info.device);
+    CHECK_EQ(found, mig);
     const std::string legacy = "MIG-" + Uuid(n, gpu) + "/2/1";
     CHECK_EQ(n.by_uuid(legacy.c_str(), &found), NVML_SUCCESS);
-    CHECK_EQ(found, info.device);
+    CHECK_EQ(found, mig);
     CHECK_EQ(n.by_uuid(("MIG-" + Uuid(n, gpu) + "/2/5").c_str(), &found), NVML_ERROR_NOT_FOUND);
     CHECK_EQ(n.by_uuid("MIG-00000000-0000-5000-8000-000000000000", &found), NVML_ERROR_NOT_FOUND);
     CHECK_EQ(n.by_uuid(nullptr, &found), NVML_ERROR_INVALID_ARGUMENT);
+    n.shutdown();
+  }));
+}
+
+// The behaviours nvml.h leaves open (docs/simulator.md §1.4), one knob each.
+TEST_F(SimAbiTest, LegacyMigUuidLookupKnob) {
+  for (const auto& [value, want] :
+       std::vector<std::pair<std::string, nvmlReturn_t>>{
+           {"accepted", NVML_SUCCESS},
+           {"not-found", NVML_ERROR_NOT_FOUND},
+           {"invalid-argument", NVML_ERROR_INVALID_ARGUMENT}}) {
+    SCOPED_TRACE(value);
+    std::filesystem::remove(State());
+    ExpectPassed(InChild([&, value = value, want = want](Checks& c) {
+      Env("a30-24gb:1", "MIGD_SIM_LEGACY_MIG_UUID", value);
+      Nvml n(MIGD_SIM_LIBRARY);
+      CHECK_EQ(n.init(), NVML_SUCCESS);
+      nvmlDevice_t gpu = nullptr;
+      n.by_index(0, &gpu);
+      nvmlGpuInstancePlacement_t p{0, 1};
+      nvmlGpuInstance_t gi = nullptr;
+      CHECK_EQ(n.create_gi(gpu, 14, &p, &gi), NVML_SUCCESS);  // GI 3
+      nvmlComputeInstance_t ci = nullptr;
+      CHECK_EQ(n.create_ci(gi, 0, &ci), NVML_SUCCESS);
+      nvmlDevice_t found = nullptr;
+      CHECK_EQ(n.by_uuid(("MIG-" + Uuid(n, gpu) + "/3/0").c_str(), &found), want);
+      // The R470+ form is found whatever the knob says.
+      const std::string uuid = Uuid(n, MigDevice(n, gpu, 3, 0));
+      CHECK_EQ(n.by_uuid(uuid.c_str(), &found), NVML_SUCCESS);
+      n.shutdown();
+    }));
+  }
+}
+
+TEST_F(SimAbiTest, ParentInstanceIdKnob) {
+  for (const auto& [value, want] :
+       std::vector<std::pair<std::string, nvmlReturn_t>>{
+           {"not-supported", NVML_ERROR_NOT_SUPPORTED},
+           {"invalid-argument", NVML_ERROR_INVALID_ARGUMENT}}) {
+    SCOPED_TRACE(value);
+    ExpectPassed(InChild([&, value = value, want = want](Checks& c) {
+      Env("a30-24gb:1", "MIGD_SIM_PARENT_INSTANCE_ID", value);
+      Nvml n(MIGD_SIM_LIBRARY);
+      CHECK_EQ(n.init(), NVML_SUCCESS);
+      nvmlDevice_t gpu = nullptr;
+      n.by_index(0, &gpu);
+      unsigned int id = 77;
+      CHECK_EQ(n.gi_id(gpu, &id), want);
+      CHECK_EQ(n.ci_id(gpu, &id), want);
+      CHECK_EQ(id, 77u);  // untouched
+      n.shutdown();
+    }));
+  }
+}
+
+TEST_F(SimAbiTest, MigIndexLayoutKnob) {
+  // Four 1g CIs on an A30 (4 MIG device indices): every layout shows each
+  // exactly once, below the maximum; dense ones fill 0..3.
+  for (const char* layout : {"shuffled", "dense", "sparse"}) {
+    SCOPED_TRACE(layout);
+    std::filesystem::remove(State());
+    ExpectPassed(InChild([&](Checks& c) {
+      Env("a30-24gb:1", "MIGD_SIM_MIG_INDEX", layout);
+      Nvml n(MIGD_SIM_LIBRARY);
+      CHECK_EQ(n.init(), NVML_SUCCESS);
+      nvmlDevice_t gpu = nullptr;
+      n.by_index(0, &gpu);
+      std::set<std::pair<unsigned, unsigned>> want;
+      for (unsigned int s = 0; s < 3; ++s) {
+        nvmlGpuInstancePlacement_t p{s, 1};
+        nvmlGpuInstance_t gi = nullptr;
+        CHECK_EQ(n.create_gi(gpu, 14, &p, &gi), NVML_SUCCESS);
+        nvmlComputeInstance_t ci = nullptr;
+        CHECK_EQ(n.create_ci(gi, 0, &ci), NVML_SUCCESS);
+        nvmlGpuInstanceInfo_t info{};
+        n.gi_info(gi, &info);
+        want.insert({info.id, 0});
+      }
+      const std::vector<Walked> walk = Walk(n, gpu);
+      std::set<std::pair<unsigned, unsigned>> seen;
+      std::set<unsigned int> indices;
+      for (const Walked& w : walk) {
+        CHECK_TRUE(seen.insert({w.gi, w.ci}).second);
+        indices.insert(w.index);
+        unsigned int index = 99;
+        CHECK_EQ(n.index(w.handle, &index), NVML_SUCCESS);  // GetIndex agrees
+        CHECK_EQ(index, w.index);
+      }
+      CHECK_TRUE(seen == want);
+      if (std::string(layout) != "sparse") {
+        CHECK_TRUE((indices == std::set<unsigned int>{0, 1, 2}));
+      } else {
+        CHECK_TRUE(*indices.rbegin() < 4u);
+      }
+      if (std::string(layout) == "dense") {
+        // Ordered by (GI id, CI id).
+        for (size_t i = 1; i < walk.size(); ++i) CHECK_TRUE(walk[i - 1].gi < walk[i].gi);
+      }
+      n.shutdown();
+    }));
+  }
+}
+
+TEST_F(SimAbiTest, NewCiVisibilityKnob) {
+  ExpectPassed(InChild([&](Checks& c) {
+    Env("a30-24gb:1", "MIGD_SIM_NEW_CI_VISIBILITY", "after-walks:2");
+    Nvml n(MIGD_SIM_LIBRARY);
+    CHECK_EQ(n.init(), NVML_SUCCESS);
+    nvmlDevice_t gpu = nullptr;
+    n.by_index(0, &gpu);
+    nvmlGpuInstancePlacement_t p{0, 1};
+    nvmlGpuInstance_t gi = nullptr;
+    CHECK_EQ(n.create_gi(gpu, 14, &p, &gi), NVML_SUCCESS);
+    nvmlComputeInstance_t ci = nullptr;
+    CHECK_EQ(n.create_ci(gi, 0, &ci), NVML_SUCCESS);
+    // Not in walks 1 and 2; GetIndex says NOT_FOUND meanwhile; in walk 3.
+    const std::string uuid = Uuid(n, MigDevice(n, gpu, 3, 0));  // walk 1
+    CHECK_EQ(uuid, "");
+    nvmlDevice_t by_uuid = nullptr;
+    nvmlDevice_t dummy = nullptr;
+    CHECK_EQ(n.mig_by_index(gpu, 0, &dummy), NVML_ERROR_NOT_FOUND);  // walk 2
+    unsigned int cis_count = 0;
+    nvmlComputeInstance_t cis[1];
+    CHECK_EQ(n.cis(gi, 0, cis, &cis_count), NVML_SUCCESS);  // the CI itself exists
+    CHECK_EQ(cis_count, 1u);
+    nvmlDevice_t mig = MigDevice(n, gpu, 3, 0);  // walk 3
+    CHECK_TRUE(mig != nullptr);
+    CHECK_EQ(n.by_uuid(Uuid(n, mig).c_str(), &by_uuid), NVML_SUCCESS);
+    // A CI created by another process is not hidden from this one: the knob
+    // models this process's own create.
+    n.shutdown();
+  }));
+}
+
+TEST_F(SimAbiTest, LegacyLibraryKnowsEightProfilesAndNeedsMigForProfileQueries) {
+  ExpectPassed(InChild([&](Checks& c) {
+    Env("a100-40gb:1,a100-40gb:1:mig-off");
+    Nvml n(MIGD_SIM_LEGACY_LIBRARY);
+    CHECK_EQ(n.init(), NVML_SUCCESS);
+    nvmlDevice_t gpu = nullptr;
+    nvmlDevice_t off = nullptr;
+    n.by_index(0, &gpu);
+    n.by_index(1, &off);
+    nvmlGpuInstanceProfileInfo_t v1{};
+    CHECK_EQ(n.profile_v1(gpu, 7, &v1), NVML_SUCCESS);  // 1g.5gb+me
+    CHECK_EQ(v1.id, 20u);
+    CHECK_EQ(n.profile_v1(gpu, 8, &v1), NVML_ERROR_INVALID_ARGUMENT);  // past 0x7
+    CHECK_EQ(n.profile_v1(gpu, 9, &v1), NVML_ERROR_INVALID_ARGUMENT);
+    // 11.4 doc: NOT_SUPPORTED "If device doesn't have MIG mode enabled".
+    CHECK_EQ(n.profile_v1(off, 0, &v1), NVML_ERROR_NOT_SUPPORTED);
+    unsigned int count = 0;
+    CHECK_EQ(n.placements_v2(off, 19, nullptr, &count), NVML_ERROR_NOT_SUPPORTED);
+    CHECK_EQ(n.placements_v2(gpu, 19, nullptr, &count), NVML_SUCCESS);
+    CHECK_EQ(count, 7u);
+    // A100's 1g.10gb (id 15, index 9) is unknown to R470.
+    CHECK_EQ(n.placements_v2(gpu, 15, nullptr, &count), NVML_ERROR_NOT_SUPPORTED);
+    nvmlGpuInstancePlacement_t p{0, 2};
+    nvmlGpuInstance_t gi = nullptr;
+    CHECK_EQ(n.create_gi(gpu, 15, &p, &gi), NVML_ERROR_INVALID_ARGUMENT);
+    unsigned int cap = 0;
+    CHECK_EQ(n.capacity(gpu, 15, &cap), NVML_ERROR_INVALID_ARGUMENT);
+    nvmlGpuInstance_t list[4];
+    CHECK_EQ(n.gis(gpu, 15, list, &count), NVML_ERROR_INVALID_ARGUMENT);
+    n.shutdown();
+  }));
+  // The full library answers both with MIG off (13.x doc) and knows index 9.
+  ExpectPassed(InChild([&](Checks& c) {
+    Env("a100-40gb:1,a100-40gb:1:mig-off");
+    Nvml n(MIGD_SIM_LIBRARY);
+    CHECK_EQ(n.init(), NVML_SUCCESS);
+    nvmlDevice_t gpu = nullptr;
+    nvmlDevice_t off = nullptr;
+    n.by_index(0, &gpu);
+    n.by_index(1, &off);
+    nvmlGpuInstanceProfileInfo_t v1{};
+    CHECK_EQ(n.profile_v1(off, 0, &v1), NVML_SUCCESS);
+    CHECK_EQ(n.profile_v1(gpu, 9, &v1), NVML_SUCCESS);
+    CHECK_EQ(v1.id, 15u);
+    unsigned int count = 0;
+    CHECK_EQ(n.placements_v2(off, 19, nullptr, &count), NVML_SUCCESS);
     n.shutdown();
   }));
 }

@@ -1,9 +1,12 @@
 /*
  * abi_check: an NVML client written in plain C with its OWN declarations of
- * the NVML ABI (from shared/reference/nvml.md, independent of migd's
- * src/driver/nvml/nvml_abi.h), that dlopen()s a library by path and checks
- * the behaviour migd relies on. It exists so that the simulated library is
- * judged by the same kind of program that will use the real one.
+ * the NVML ABI (written from NVIDIA's nvml.h, as vendored in NVIDIA/go-nvml
+ * gen/nvml/nvml.h, independent of migd's src/driver/nvml/nvml_abi.h), that
+ * dlopen()s a library by path and checks the behaviour migd relies on. It
+ * exists so that the simulated library is judged by the same kind of program
+ * that will use the real one, under every simulator variant of the behaviours
+ * the header leaves open (tests/sim_variants): nothing here may depend on MIG
+ * device index order or density, or on a new CI being walkable at once.
  *
  * Usage: abi_check <path to libnvidia-ml-sim.so> <scratch dir>
  * Exit status 0 if every check passed; prints one line per failed check and
@@ -76,6 +79,59 @@ static unsigned long long rd64(const unsigned char* buf, size_t off) {
   return v;
 }
 
+/* A MIG device a walk should find: (GI id, CI id) and what the walk saw. */
+typedef struct {
+  unsigned gi, ci;
+  dev_t_ handle;
+  int seen;
+} migdev_t;
+
+typedef ret_t (*max_mig_fn)(dev_t_, unsigned*);
+typedef ret_t (*mig_by_index_fn)(dev_t_, unsigned, dev_t_*);
+typedef ret_t (*id_fn)(dev_t_, unsigned*);
+
+/*
+ * Walks the MIG devices of `gpu` the way nvml.h allows: every index below
+ * nvmlDeviceGetMaxMigDeviceCount, skipping NOT_FOUND / INVALID_ARGUMENT
+ * (indices may be sparse), asking each handle for its GI and CI ids. Walks
+ * again (at most 12 times) until every device of `want` was seen, since the
+ * header does not say when a new CI joins the walk. Returns 1 if the last
+ * walk saw each wanted device exactly once and nothing else; then `handle`
+ * of each is its MIG device handle.
+ */
+static int walk(dev_t_ gpu, migdev_t* want, int n, max_mig_fn max_fn, mig_by_index_fn by_index,
+                id_fn gi_fn, id_fn ci_fn) {
+  for (int attempt = 0; attempt < 12; ++attempt) {
+    unsigned max = 0, i;
+    int all = 1, extra = 0;
+    for (int k = 0; k < n; ++k) want[k].seen = 0;
+    if (max_fn(gpu, &max) != OK) return 0;
+    for (i = 0; i < max; ++i) {
+      dev_t_ h = NULL;
+      unsigned gi = 0, ci = 0;
+      ret_t r = by_index(gpu, i, &h);
+      if (r == NOTFOUND || r == INVAL) continue;
+      if (r != OK || gi_fn(h, &gi) != OK || ci_fn(h, &ci) != OK) return 0;
+      int matched = 0;
+      for (int k = 0; k < n; ++k) {
+        if (want[k].gi == gi && want[k].ci == ci) {
+          ++want[k].seen;
+          want[k].handle = h;
+          matched = 1;
+        }
+      }
+      if (!matched) ++extra;
+    }
+    for (int k = 0; k < n; ++k) all = all && want[k].seen >= 1;
+    if (!all) continue;
+    for (int k = 0; k < n; ++k) {
+      if (want[k].seen != 1) return 0;
+    }
+    return extra == 0;
+  }
+  return 0;
+}
+
 static int is_hex(char c) {
   return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 }
@@ -135,6 +191,12 @@ int main(int argc, char** argv) {
   FN(ret_t, migdSimAttachProcess, (const char*, unsigned, unsigned long long));
   FN(ret_t, migdSimDetachProcess, (const char*, unsigned));
   FN(ret_t, nvmlDeviceGetComputeRunningProcesses_v3, (dev_t_, unsigned*, proc_t*));
+  FN(ret_t, nvmlDeviceGetMaxMigDeviceCount, (dev_t_, unsigned*));
+  FN(ret_t, nvmlDeviceGetMigDeviceHandleByIndex, (dev_t_, unsigned, dev_t_*));
+  FN(ret_t, nvmlDeviceGetGpuInstanceId, (dev_t_, unsigned*));
+  FN(ret_t, nvmlDeviceGetComputeInstanceId, (dev_t_, unsigned*));
+  FN(ret_t, nvmlGpuInstanceGetComputeInstances, (gi_t, unsigned, ci_t*, unsigned*));
+  FN(ret_t, nvmlGpuInstanceGetComputeInstancePossiblePlacements, (gi_t, unsigned, place_t*, unsigned*));
   if (failed) {
     printf("%d passed, %d failed\n", passed, failed);
     return 1;
@@ -270,33 +332,90 @@ int main(int argc, char** argv) {
   memset(cibuf, 0, sizeof(cibuf));
   memcpy(cibuf, &ver, 4);
   nvmlGpuInstanceGetComputeInstanceProfileInfoV(g3a, 2, 0, cibuf);
-  ci_t c = NULL;
+  ci_t c = NULL, c2 = NULL;
   CHECK(nvmlGpuInstanceCreateComputeInstance(g3a, rd32(cibuf, 4), &c) == OK, "create CI");
-  ci_info_t ci;
+  CHECK(nvmlGpuInstanceCreateComputeInstance(g3b, rd32(cibuf, 4), &c2) == OK, "create CI 2");
+  ci_info_t ci, ci2;
   memset(&ci, 0, sizeof(ci));
+  memset(&ci2, 0, sizeof(ci2));
   CHECK(nvmlComputeInstanceGetInfo_v2(c, &ci) == OK && ci.id == 0 && ci.device != NULL,
         "CI info id %u", ci.id);
-  char uuid[96] = {0};
-  CHECK(nvmlDeviceGetUUID(ci.device, uuid, sizeof(uuid)) == OK && valid_mig_uuid(uuid),
+  CHECK(nvmlComputeInstanceGetInfo_v2(c2, &ci2) == OK && ci2.id == 0, "CI 2 info id %u", ci2.id);
+
+  /* nvml.h: nvmlComputeInstanceInfo_t.device and nvmlGpuInstanceInfo_t.device
+     are "Parent device": the GPU, whose UUID is a GPU- one. */
+  char parent[96] = {0}, through_info[96] = {0};
+  CHECK(nvmlDeviceGetUUID(a100, parent, sizeof(parent)) == OK && strncmp(parent, "GPU-", 4) == 0,
+        "GPU UUID '%s'", parent);
+  CHECK(nvmlDeviceGetUUID(ci.device, through_info, sizeof(through_info)) == OK &&
+            strncmp(through_info, "GPU-", 4) == 0 && strcmp(through_info, parent) == 0,
+        "CI info .device is the parent: '%s' vs '%s'", through_info, parent);
+  memset(&gi, 0, sizeof(gi));
+  memset(through_info, 0, sizeof(through_info));
+  CHECK(nvmlGpuInstanceGetInfo(g3b, &gi) == OK &&
+            nvmlDeviceGetUUID(gi.device, through_info, sizeof(through_info)) == OK &&
+            strcmp(through_info, parent) == 0,
+        "GI info .device is the parent: '%s'", through_info);
+
+  /* The MIG devices: only the index walk leads from (GI, CI) to them. */
+  memset(&gi, 0, sizeof(gi));
+  unsigned gi_a = 0, gi_b = 0;
+  nvmlGpuInstanceGetInfo(g3a, &gi);
+  gi_a = gi.id;
+  nvmlGpuInstanceGetInfo(g3b, &gi);
+  gi_b = gi.id;
+  migdev_t devs[2] = {{gi_a, ci.id, NULL, 0}, {gi_b, ci2.id, NULL, 0}};
+  CHECK(walk(a100, devs, 2, nvmlDeviceGetMaxMigDeviceCount, nvmlDeviceGetMigDeviceHandleByIndex,
+             nvmlDeviceGetGpuInstanceId, nvmlDeviceGetComputeInstanceId),
+        "the walk finds each CI exactly once (%d, %d)", devs[0].seen, devs[1].seen);
+  char uuid[96] = {0}, uuid_b[96] = {0};
+  CHECK(devs[0].handle != NULL && nvmlDeviceGetUUID(devs[0].handle, uuid, sizeof(uuid)) == OK &&
+            valid_mig_uuid(uuid) && strcmp(uuid, parent) != 0,
         "MIG UUID format '%s'", uuid);
+  CHECK(devs[1].handle != NULL &&
+            nvmlDeviceGetUUID(devs[1].handle, uuid_b, sizeof(uuid_b)) == OK &&
+            valid_mig_uuid(uuid_b) && strcmp(uuid, uuid_b) != 0,
+        "MIG UUIDs unique per instance: '%s' vs '%s'", uuid, uuid_b);
+  unsigned id = 0;
+  CHECK(nvmlDeviceGetGpuInstanceId(a100, &id) != OK,
+        "GetGpuInstanceId refuses a GPU handle (a MIG device call)");
   dev_t_ by_uuid = NULL;
   char uuid2[96] = {0};
   CHECK(nvmlDeviceGetHandleByUUID(uuid, &by_uuid) == OK &&
             nvmlDeviceGetUUID(by_uuid, uuid2, sizeof(uuid2)) == OK && strcmp(uuid, uuid2) == 0,
         "GetHandleByUUID(MIG uuid)");
   char small[8];
-  CHECK(nvmlDeviceGetUUID(ci.device, small, sizeof(small)) == INSUFF_SIZE,
+  CHECK(nvmlDeviceGetUUID(devs[0].handle, small, sizeof(small)) == INSUFF_SIZE,
         "short UUID buffer -> INSUFFICIENT_SIZE");
+
+  /* GetComputeInstances: a CI profile this GI does not offer -> NOT_SUPPORTED;
+     *count is output only. */
+  ci_t cis[8];
+  unsigned nci = 0;
+  CHECK(nvmlGpuInstanceGetComputeInstances(g3a, rd32(cibuf, 4), cis, &nci) == OK && nci == 1,
+        "GetComputeInstances lists the CI (%u)", nci);
+  nci = 0;
+  CHECK(nvmlGpuInstanceGetComputeInstances(g3a, 4, cis, &nci) == NOTSUP,
+        "GetComputeInstances of a 7-slice CI profile in a 3g GI -> NOT_SUPPORTED");
+  place_t cpl[8];
+  n = 0; /* output only: not a capacity */
+  CHECK(nvmlGpuInstanceGetComputeInstancePossiblePlacements(g3a, 0, cpl, &n) == OK && n == 3,
+        "CI placements with *count 0 in: %u", n);
+  n = 0;
+  CHECK(nvmlDeviceGetGpuInstancePossiblePlacements_v2(a100, 19, pl, &n) == OK && n == 7,
+        "GI placements with *count 0 in: %u", n);
+  CHECK(nvmlComputeInstanceDestroy(c2) == OK, "CI 2 destroy");
 
   /* Destroy ordering and IN_USE (mig-hardware.md 5.7). */
   CHECK(nvmlGpuInstanceDestroy(g3a) == IN_USE, "GI destroy with a CI -> IN_USE");
   CHECK(migdSimAttachProcess(uuid, 4242, 1 << 20) == OK, "attach process");
   unsigned np = 0;
   proc_t procs[4];
-  CHECK(nvmlDeviceGetComputeRunningProcesses_v3(ci.device, &np, NULL) == INSUFF_SIZE && np >= 1,
+  CHECK(nvmlDeviceGetComputeRunningProcesses_v3(devs[0].handle, &np, NULL) == INSUFF_SIZE &&
+            np >= 1,
         "process count query (%u)", np);
   np = 4;
-  CHECK(nvmlDeviceGetComputeRunningProcesses_v3(ci.device, &np, procs) == OK && np == 1 &&
+  CHECK(nvmlDeviceGetComputeRunningProcesses_v3(devs[0].handle, &np, procs) == OK && np == 1 &&
             procs[0].pid == 4242,
         "process listed");
   CHECK(nvmlComputeInstanceDestroy(c) == IN_USE, "CI destroy with a process -> IN_USE");

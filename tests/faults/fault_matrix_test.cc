@@ -135,11 +135,19 @@ nlohmann::json RunScenario(const std::string& fn, const std::string& err,
   std::unique_ptr<store::RecordStore> st;
   std::unique_ptr<Manager> mgr;
 
-  auto fired = [&](const CallCounts& delta) {
-    for (const auto& [k, v] : delta) {
-      if (k.first == fn && k.second != "SUCCESS" && v > 0) return true;
-    }
-    return false;
+  // The fault is armed at call #N of `fn` (calls are numbered per process):
+  // it fired in the step during which this process's calls of `fn` reached N.
+  // (A non-SUCCESS count alone would not do: some results, such as NOT_FOUND
+  // from nvmlDeviceGetMigDeviceHandleByIndex at an empty index, are normal.)
+  const uint64_t armed_at =
+      spec.empty() ? 0 : std::stoull(spec.substr(spec.rfind('@') + 1));
+  auto calls_of_fn = [&](const CallCounts& counts) {
+    uint64_t n = 0;
+    for (const auto& [k, v] : counts) n += k.first == fn ? v : 0;
+    return n;
+  };
+  auto fired = [&](const CallCounts& before, const CallCounts& after) {
+    return calls_of_fn(before) < armed_at && calls_of_fn(after) >= armed_at;
   };
   auto open_all = [&]() -> Status {
     if (drv == nullptr) {
@@ -193,7 +201,8 @@ nlohmann::json RunScenario(const std::string& fn, const std::string& err,
   for (const auto& [site, step] : steps) {
     const CallCounts before = sim.Counts();
     const Status s = step();
-    const CallCounts delta = Delta(before, sim.Counts());
+    const CallCounts after = sim.Counts();
+    const CallCounts delta = Delta(before, after);
     if (fn.empty()) {
       if (!s.ok()) {
         row["error"] = site + ": " + s.ToString();
@@ -208,7 +217,7 @@ nlohmann::json RunScenario(const std::string& fn, const std::string& err,
     // A failed nvmlInit_v2 counts nothing in the state file: recognise the
     // injected error in the status instead.
     const bool hit =
-        fired(delta) ||
+        fired(before, after) ||
         (!s.ok() && s.message().find(fn + " ") != std::string::npos &&
          s.message().find("NVML_ERROR_" + err) != std::string::npos);
     if (!hit) {

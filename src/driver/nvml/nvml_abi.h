@@ -1,13 +1,16 @@
 // File: driver/nvml/nvml_abi.h
 //
 // migd's own declarations of the subset of the NVML C ABI it uses, written
-// from shared/reference/nvml.md (sections 2-5). This is not a copy of nvml.h:
-// no NVML header is installable on our build machines, and migd never links
-// -lnvidia-ml. Every function is resolved at run time with dlsym() by the
-// exported (suffixed) name given in the comment beside its pointer type.
+// from NVIDIA's nvml.h (NVML 13.3, as vendored unmodified in NVIDIA/go-nvml
+// gen/nvml/nvml.h; its git history back to 11.1 for the older variants).
+// This is not a copy of nvml.h: no NVML header is installable on our build
+// machines, and migd never links -lnvidia-ml. Every function is resolved at
+// run time with dlsym() by its exported (suffixed) name.
 //
-// Only driver/nvml/ and sim/ include this file. Every struct size and field
-// offset that nvml.md gives is checked with static_assert below (LP64).
+// Each struct field whose meaning migd's code depends on carries the
+// header's own words in quotes ("..."); fields without a quote are only
+// carried for the layout. Only driver/nvml/ and sim/ include this file. Every
+// struct size and field offset is checked with static_assert below (LP64).
 #ifndef MIGD_DRIVER_NVML_NVML_ABI_H_
 #define MIGD_DRIVER_NVML_NVML_ABI_H_
 
@@ -59,62 +62,72 @@ typedef enum nvmlReturn_enum {
 
 // §4.1 Placements, instance info, process info, PCI, memory.
 typedef struct nvmlGpuInstancePlacement_st {
-  unsigned int start;  // first memory slice
-  unsigned int size;   // number of memory slices
+  unsigned int start;  // "Index of first occupied memory slice"
+  unsigned int size;   // "Number of memory slices occupied"
 } nvmlGpuInstancePlacement_t;
 
 typedef struct nvmlComputeInstancePlacement_st {
-  unsigned int start;  // compute slices, relative to the GI
-  unsigned int size;
+  unsigned int start;  // "Index of first occupied compute slice" (within the GI)
+  unsigned int size;   // "Number of compute slices occupied"
 } nvmlComputeInstancePlacement_t;
 
 typedef struct nvmlGpuInstanceInfo_st {
+  // "Parent device": the GPU. Never an identity of the instance.
   nvmlDevice_t device;
-  unsigned int id;
-  unsigned int profileId;
-  nvmlGpuInstancePlacement_t placement;
+  unsigned int id;         // "Unique instance ID within the device"
+  unsigned int profileId;  // "Unique profile ID within the device"
+  nvmlGpuInstancePlacement_t placement;  // "Placement for this instance"
 } nvmlGpuInstanceInfo_t;
 
-// For nvmlComputeInstanceGetInfo_v2.
+// For nvmlComputeInstanceGetInfo_v2 (the unsuffixed 11.1 call writes the
+// first 24 bytes only: no placement).
 typedef struct nvmlComputeInstanceInfo_st {
-  nvmlDevice_t device;  // the MIG device handle
-  nvmlGpuInstance_t gpuInstance;
-  unsigned int id;
-  unsigned int profileId;
+  // "Parent device": the GPU, NOT the MIG device; its UUID is the GPU's. The
+  // MIG device comes from nvmlDeviceGetMigDeviceHandleByIndex (nvml_driver.h).
+  nvmlDevice_t device;
+  nvmlGpuInstance_t gpuInstance;  // "Parent GPU instance"
+  unsigned int id;                // "Unique instance ID within the GPU instance"
+  unsigned int profileId;         // "Unique profile ID within the GPU instance"
+  // "Placement for this instance within the GPU instance's compute slice
+  // range {0, sliceCount}"
   nvmlComputeInstancePlacement_t placement;
 } nvmlComputeInstanceInfo_t;
 
 typedef struct nvmlProcessInfo_v1_st {
-  unsigned int pid;
-  unsigned long long usedGpuMemory;
+  unsigned int pid;                   // "Process ID"
+  unsigned long long usedGpuMemory;  // "Amount of used GPU memory in bytes."
 } nvmlProcessInfo_v1_t;
 
 typedef struct nvmlProcessInfo_v2_st {
-  unsigned int pid;
-  unsigned long long usedGpuMemory;
+  unsigned int pid;                   // "Process ID"
+  unsigned long long usedGpuMemory;  // "Amount of used GPU memory in bytes."
+  // "If MIG is enabled, stores a valid GPU instance ID. gpuInstanceId is set
+  // to 0xFFFFFFFF otherwise."
   unsigned int gpuInstanceId;
-  unsigned int computeInstanceId;
+  unsigned int computeInstanceId;  // likewise for the compute instance
 } nvmlProcessInfo_v2_t;
 typedef nvmlProcessInfo_v2_t nvmlProcessInfo_t;
 
 typedef struct nvmlPciInfo_st {
+  // "The legacy tuple domain:bus:device.function PCI identifier"
   char busIdLegacy[16];
   unsigned int domain;
   unsigned int bus;
   unsigned int device;
-  unsigned int pciDeviceId;
+  unsigned int pciDeviceId;  // "The combined 16-bit device id and 16-bit vendor id"
   unsigned int pciSubSystemId;
+  // "The tuple domain:bus:device.function PCI identifier" (_v3: 8-digit domain)
   char busId[32];
 } nvmlPciInfo_t;
 
 typedef struct nvmlMemory_st {
-  unsigned long long total;
+  unsigned long long total;  // "Total physical device memory (in bytes)"
   unsigned long long free;
   unsigned long long used;
 } nvmlMemory_t;
 
 typedef struct nvmlMemory_v2_st {
-  unsigned int version;
+  unsigned int version;  // "Structure format version (must be 2)"
   unsigned long long total;
   unsigned long long reserved;
   unsigned long long free;
@@ -122,6 +135,15 @@ typedef struct nvmlMemory_v2_st {
 } nvmlMemory_v2_t;
 
 // §4.2 Profile info structs.
+// The GI profile structs (v1, v2, v3) share these fields; the header's words:
+// id "Unique profile ID within the device" (what create, placements and
+// GetGpuInstances take; not the index the query took), isP2pSupported
+// "Peer-to-Peer support" (v1/v2), sliceCount "GPU Slice count", instanceCount
+// "GPU instance count", multiprocessorCount "Streaming Multiprocessor count",
+// copyEngineCount/decoderCount/encoderCount/jpegCount/ofaCount "Copy Engine
+// count" ... "OFA Engine count", memorySizeMB "Memory size in MBytes" (MiB),
+// name "Profile name" (v2/v3, "MIG 1g.10gb"), capabilities "Additional
+// capabilities" (v3: NVML_GPU_INSTANCE_PROFILE_CAPS_P2P 0x1, _CAPS_GFX 0x2).
 typedef struct nvmlGpuInstanceProfileInfo_st {
   unsigned int id;
   unsigned int isP2pSupported;
@@ -133,7 +155,7 @@ typedef struct nvmlGpuInstanceProfileInfo_st {
   unsigned int encoderCount;
   unsigned int jpegCount;
   unsigned int ofaCount;
-  unsigned long long memorySizeMB;  // MiB
+  unsigned long long memorySizeMB;
 } nvmlGpuInstanceProfileInfo_t;
 
 typedef struct nvmlGpuInstanceProfileInfo_v2_st {
@@ -168,6 +190,11 @@ typedef struct nvmlGpuInstanceProfileInfo_v3_st {
   unsigned int capabilities;
 } nvmlGpuInstanceProfileInfo_v3_t;
 
+// The CI profile structs: id "Unique profile ID within the GPU instance" (what
+// CreateComputeInstance takes), sliceCount "GPU Slice count", instanceCount
+// "Compute instance count", multiprocessorCount "Streaming Multiprocessor
+// count", name "Profile name" (v2/v3), capabilities "Additional capabilities"
+// (v3: NVML_COMPUTE_INSTANCE_PROFILE_CAPS_GFX 0x1).
 typedef struct nvmlComputeInstanceProfileInfo_st {
   unsigned int id;
   unsigned int sliceCount;
@@ -342,10 +369,11 @@ constexpr unsigned int kSystemNvmlVersionBufferSize = 80;
 constexpr unsigned int kDevicePciBusIdBufferSize = 32;
 constexpr unsigned int kDevicePciBusIdBufferV2Size = 16;
 
-// gpuInstanceId / computeInstanceId of a process when MIG is off (§7.12).
+// gpuInstanceId / computeInstanceId "set to 0xFFFFFFFF otherwise" (process
+// info when MIG is off; event data not attributable to an instance).
 constexpr unsigned int kInvalidInstanceId = 0xFFFFFFFFu;
 
-// Layout checks: every size and offset nvml.md §2 and §4 gives.
+// Layout checks: every size and offset, as gcc lays out nvml.h on x86-64.
 static_assert(sizeof(nvmlReturn_t) == 4);
 static_assert(sizeof(nvmlDevice_t) == 8);
 static_assert(sizeof(nvmlGpuInstance_t) == 8);

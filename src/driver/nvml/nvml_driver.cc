@@ -131,7 +131,7 @@ Status NvmlDriver::Err(nvmlReturn_t r, const std::string& what) const {
 }
 
 void NvmlDriver::SyncGeneration(const NvmlSession::Token& token) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (cache_generation_ != token.generation()) {
     // A new nvmlInit: every handle and cached answer of the old one is void.
     gpus_.clear();
@@ -142,7 +142,7 @@ void NvmlDriver::SyncGeneration(const NvmlSession::Token& token) {
 StatusOr<nvmlDevice_t> NvmlDriver::Device(const NvmlSession::Token& token, GpuIndex gpu) {
   SyncGeneration(token);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     auto it = gpus_.find(gpu.value());
     if (it != gpus_.end() && it->second.handle != nullptr) return it->second.handle;
   }
@@ -151,7 +151,7 @@ StatusOr<nvmlDevice_t> NvmlDriver::Device(const NvmlSession::Token& token, GpuIn
   nvmlDevice_t dev = nullptr;
   const nvmlReturn_t r = library().Call<nvmlDeviceGetHandleByIndex_fn>(s, gpu.value(), &dev);
   if (r != NVML_SUCCESS) return Err(r, "getting the handle of " + GpuText(gpu));
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   gpus_[gpu.value()].handle = dev;
   return dev;
 }
@@ -202,13 +202,15 @@ StatusOr<MigModeInfo> NvmlDriver::ReadMigMode(GpuIndex gpu, nvmlDevice_t dev) {
   // Profile info is immutable only while MIG mode stays on (nvml.md §7.13);
   // the cache is filled only in that mode.
   if (!info.supported || info.current != MigMode::kEnabled) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     auto it = gpus_.find(gpu.value());
     if (it != gpus_.end()) {
       it->second.profiles_valid = false;
       it->second.profiles.clear();
       it->second.ci_profiles.clear();
       it->second.default_ci.clear();
+      it->second.max_mig_devices.reset();
+      it->second.mig_devices.reset();
     }
   }
   return info;
@@ -239,14 +241,15 @@ StatusOr<std::vector<GpuInfo>> NvmlDriver::ListGpus() {
       continue;
     }
     if (r != NVML_SUCCESS) return Err(r, "getting the handle of " + GpuText(gpu));
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      gpus_[i].handle = dev;
-    }
     GpuInfo info;
     info.index = gpu;
     MIGD_ASSIGN_OR_RETURN(std::string uuid, DeviceString(S::kDeviceGetUuid, dev,
                                                          "reading the UUID of " + GpuText(gpu)));
+    {
+      MutexLock lock(&mu_);
+      gpus_[i].handle = dev;
+      gpus_[i].uuid = uuid;
+    }
     info.uuid = GpuUuid(uuid);
     if (library().Has(S::kDeviceGetName)) {
       StatusOr<std::string> name =
@@ -283,13 +286,13 @@ StatusOr<std::vector<GpuInfo>> NvmlDriver::ListGpus() {
     MIGD_ASSIGN_OR_RETURN(info.mig, ReadMigMode(gpu, dev));
     gpus.push_back(std::move(info));
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   skipped_ = std::move(skipped);
   return gpus;
 }
 
 std::vector<GpuIndex> NvmlDriver::SkippedGpus() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return skipped_;
 }
 
@@ -497,7 +500,7 @@ StatusOr<std::vector<GiProfileInfo>> NvmlDriver::WalkGiProfiles(GpuIndex gpu, nv
 StatusOr<std::vector<GiProfileInfo>> NvmlDriver::Profiles(GpuIndex gpu, nvmlDevice_t dev,
                                                           bool force_mode_check) {
   if (!force_mode_check) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     auto it = gpus_.find(gpu.value());
     if (it != gpus_.end() && it->second.profiles_valid) return it->second.profiles;
   }
@@ -508,12 +511,12 @@ StatusOr<std::vector<GiProfileInfo>> NvmlDriver::Profiles(GpuIndex gpu, nvmlDevi
                                    std::string(ModeName(mode.pending)) + ")");
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     auto it = gpus_.find(gpu.value());
     if (it != gpus_.end() && it->second.profiles_valid) return it->second.profiles;
   }
   MIGD_ASSIGN_OR_RETURN(std::vector<GiProfileInfo> profiles, WalkGiProfiles(gpu, dev));
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   GpuCache& cache = gpus_[gpu.value()];
   cache.profiles = profiles;
   cache.profiles_valid = true;
@@ -555,7 +558,7 @@ StatusOr<std::vector<mig::Placement>> NvmlDriver::GetGiPossiblePlacements(GpuInd
   uint32_t instance_count = 0;
   if (!library().Has(S::kDeviceGetGpuInstancePossiblePlacementsV2)) {
     // The v1 buffer is sized from the profile's instanceCount.
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     auto it = gpus_.find(gpu.value());
     if (it != gpus_.end() && it->second.profiles_valid) {
       for (const GiProfileInfo& p : it->second.profiles) {
@@ -591,7 +594,8 @@ StatusOr<nvmlComputeInstance_t> NvmlDriver::CiHandle(GpuIndex gpu, nvmlGpuInstan
 StatusOr<ComputeInstanceInfo> NvmlDriver::DescribeCi(nvmlComputeInstance_t ci,
                                                      const std::string& what) {
   // The v1 fallback may write the old 24-byte layout without `placement`:
-  // the zeroed tail then reads as "placement unknown" (size 0).
+  // the zeroed tail then reads as "placement unknown" (size 0). Its `device`
+  // is the parent GPU ("Parent device"), so the MIG UUID is not read here.
   nvmlComputeInstanceInfo_t info{};
   NvmlSymbol s = S::kComputeInstanceGetInfoV2;
   library().FirstBound({S::kComputeInstanceGetInfoV2, S::kComputeInstanceGetInfo}, &s);
@@ -601,16 +605,13 @@ StatusOr<ComputeInstanceInfo> NvmlDriver::DescribeCi(nvmlComputeInstance_t ci,
   out.id = NvmlCiId(info.id);
   out.profile_id = CiProfileId(info.profileId);
   out.placement = mig::Placement{info.placement.start, info.placement.size};
-  MIGD_ASSIGN_OR_RETURN(std::string uuid, DeviceString(S::kDeviceGetUuid, info.device,
-                                                       "reading the MIG UUID of " + what));
-  out.mig_uuid = MigUuid(uuid);
   return out;
 }
 
 StatusOr<std::vector<CiProfileInfo>> NvmlDriver::CiProfiles(GpuIndex gpu, GiProfileId gi_profile,
                                                             nvmlGpuInstance_t gi) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     auto it = gpus_.find(gpu.value());
     if (it != gpus_.end()) {
       auto ci = it->second.ci_profiles.find(gi_profile.value());
@@ -630,7 +631,7 @@ StatusOr<std::vector<CiProfileInfo>> NvmlDriver::CiProfiles(GpuIndex gpu, GiProf
     }
     out.push_back(std::move(c));
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   gpus_[gpu.value()].ci_profiles[gi_profile.value()] = out;
   return out;
 }
@@ -639,7 +640,7 @@ StatusOr<CiProfileInfo> NvmlDriver::DefaultCiProfile(GpuIndex gpu, const GiProfi
                                                      nvmlGpuInstance_t gi) {
   const bool double_memory = gp.index.value() == abi::kGiProfile1SliceRev2;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     GpuCache& cache = gpus_[gpu.value()];
     auto hit = cache.default_ci.find(gp.id.value());
     if (hit != cache.default_ci.end()) return hit->second;
@@ -664,7 +665,7 @@ StatusOr<CiProfileInfo> NvmlDriver::DefaultCiProfile(GpuIndex gpu, const GiProfi
                         std::to_string(gp.id.value()) + " on " + GpuText(gpu));
     }
     if (c.slice_count != gp.slice_count) continue;
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     return gpus_[gpu.value()].default_ci[gp.id.value()] = c;
   }
   // An unexpected table: fall back to walking every CI profile index.
@@ -674,7 +675,7 @@ StatusOr<CiProfileInfo> NvmlDriver::DefaultCiProfile(GpuIndex gpu, const GiProfi
     return InternalError("no CI profile spans GI profile " + std::to_string(gp.id.value()) +
                          " (" + std::to_string(gp.slice_count) + " slices) on " + GpuText(gpu));
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return gpus_[gpu.value()].default_ci[gp.id.value()] = *c;
 }
 
@@ -754,27 +755,46 @@ StatusOr<ComputeInstanceInfo> NvmlDriver::CreateCi(GpuIndex gpu, NvmlGiId gi) {
     return InternalError(gi_text + " has GI profile id " + std::to_string(gi_profile.value()) +
                          ", which NVML did not list");
   }
-  MIGD_ASSIGN_OR_RETURN(const CiProfileInfo default_ci, DefaultCiProfile(gpu, *gp, gih));
-  const CiProfileInfo* ci_profile = &default_ci;
-  const std::string what = "creating CI profile " + std::to_string(ci_profile->id.value()) +
-                           " in " + gi_text;
+  MIGD_ASSIGN_OR_RETURN(const CiProfileInfo ci_profile, DefaultCiProfile(gpu, *gp, gih));
+  // The parent's UUID is needed to check the new MIG UUID; read it (once per
+  // GPU) before anything is created.
+  MIGD_RETURN_IF_ERROR(ParentUuid(gpu, dev).status());
+  const std::string what =
+      "creating CI profile " + std::to_string(ci_profile.id.value()) + " in " + gi_text;
+  MutexLock mig_lock(&MigLock(gpu));
   nvmlComputeInstance_t ci = nullptr;
   r = library().Call<nvmlGpuInstanceCreateComputeInstance_fn>(
-      S::kGpuInstanceCreateComputeInstance, gih, ci_profile->id.value(), &ci);
+      S::kGpuInstanceCreateComputeInstance, gih, ci_profile.id.value(), &ci);
+  ForgetMigDevices(gpu);
   if (r != NVML_SUCCESS) return Err(r, what);
-
-  StatusOr<ComputeInstanceInfo> info = DescribeCi(ci, "the new CI in " + gi_text);
+  StatusOr<ComputeInstanceInfo> info = FinishCreateCi(gpu, dev, gi, ci, gi_text);
   if (info.ok()) return info;
+  return RollBackCi(gpu, gi, ci, info.status(), what);
+}
+
+StatusOr<ComputeInstanceInfo> NvmlDriver::FinishCreateCi(GpuIndex gpu, nvmlDevice_t dev,
+                                                         NvmlGiId gi, nvmlComputeInstance_t ci,
+                                                         const std::string& gi_text) {
+  MIGD_ASSIGN_OR_RETURN(ComputeInstanceInfo info, DescribeCi(ci, "the new CI in " + gi_text));
+  const MigKey key{gi.value(), info.id.value()};
+  MIGD_ASSIGN_OR_RETURN(MigDeviceMap walk, WalkCovering(gpu, dev, {key}, /*fresh=*/true));
+  MIGD_ASSIGN_OR_RETURN(info.mig_uuid, MigUuidOf(gpu, dev, key, walk.at(key)));
+  return info;
+}
+
+Status NvmlDriver::RollBackCi(GpuIndex gpu, NvmlGiId gi, nvmlComputeInstance_t ci,
+                              const Status& failure, const std::string& what) {
   // Do not leave the CI this call created behind (nvml.md §6).
   const nvmlReturn_t d =
       library().Call<nvmlComputeInstanceDestroy_fn>(S::kComputeInstanceDestroy, ci);
-  if (d == NVML_SUCCESS) return info.status().WithContext(what + " (the new CI was destroyed)");
+  ForgetMigDevices(gpu);
+  if (d == NVML_SUCCESS) return failure.WithContext(what + " (the new CI was destroyed)");
   spdlog::error("CI left behind after a failed create{}",
                 Fields().Add("gpu_index", gpu.value()).Add("gi", gi.value())
                     .Add("nvml", NvmlReturnName(d)));
-  return Status(info.status().code(),
-                what + ": " + std::string(info.status().message()) + "; rolling back: " +
-                    Err(d, "destroying the new CI").ToString());
+  return Status(failure.code(), what + ": " + std::string(failure.message()) +
+                                    "; rolling back: " +
+                                    Err(d, "destroying the new CI").ToString());
 }
 
 Status NvmlDriver::DestroyCi(GpuIndex gpu, NvmlGiId gi, NvmlCiId ci) {
@@ -782,8 +802,10 @@ Status NvmlDriver::DestroyCi(GpuIndex gpu, NvmlGiId gi, NvmlCiId ci) {
   MIGD_ASSIGN_OR_RETURN(nvmlDevice_t dev, Device(token, gpu));
   MIGD_ASSIGN_OR_RETURN(nvmlGpuInstance_t gih, GiHandle(gpu, dev, gi));
   MIGD_ASSIGN_OR_RETURN(nvmlComputeInstance_t cih, CiHandle(gpu, gih, gi, ci));
+  MutexLock mig_lock(&MigLock(gpu));
   const nvmlReturn_t r =
       library().Call<nvmlComputeInstanceDestroy_fn>(S::kComputeInstanceDestroy, cih);
+  ForgetMigDevices(gpu);
   if (r != NVML_SUCCESS) {
     return Err(r, "destroying CI " + std::to_string(ci.value()) + " of GI " +
                       std::to_string(gi.value()) + " on " + GpuText(gpu));
@@ -802,64 +824,93 @@ Status NvmlDriver::DestroyGi(GpuIndex gpu, NvmlGiId gi) {
   return OkStatus();
 }
 
+StatusOr<std::vector<nvmlGpuInstance_t>> NvmlDriver::GisOfProfile(GpuIndex gpu,
+                                                                  nvmlDevice_t dev,
+                                                                  const GiProfileInfo& p) {
+  const std::string what =
+      "listing GIs of profile " + std::to_string(p.id.value()) + " on " + GpuText(gpu);
+  // The buffer holds the profile's instanceCount entries; *count is output
+  // only ("The count of returned GPU instances").
+  std::vector<nvmlGpuInstance_t> gis(std::max<uint32_t>(p.instance_count, 1));
+  unsigned int count = static_cast<unsigned int>(gis.size());
+  nvmlReturn_t r = library().Call<nvmlDeviceGetGpuInstances_fn>(S::kDeviceGetGpuInstances, dev,
+                                                                 p.id.value(), gis.data(), &count);
+  for (int attempt = 0; attempt < kMaxSizeRetries && r == NVML_ERROR_INSUFFICIENT_SIZE;
+       ++attempt) {
+    gis.resize(std::max<size_t>(count, 2 * gis.size()));
+    count = static_cast<unsigned int>(gis.size());
+    r = library().Call<nvmlDeviceGetGpuInstances_fn>(S::kDeviceGetGpuInstances, dev,
+                                                     p.id.value(), gis.data(), &count);
+  }
+  if (r != NVML_SUCCESS) return Err(r, what);
+  gis.resize(std::min<size_t>(count, gis.size()));
+  return gis;
+}
+
+StatusOr<GpuInstanceInfo> NvmlDriver::DescribeGi(GpuIndex gpu, nvmlGpuInstance_t gih) {
+  nvmlGpuInstanceInfo_t gi_info{};
+  nvmlReturn_t r = library().Call<nvmlGpuInstanceGetInfo_fn>(S::kGpuInstanceGetInfo, gih, &gi_info);
+  if (r != NVML_SUCCESS) return Err(r, "reading the info of a GI on " + GpuText(gpu));
+  GpuInstanceInfo gi;
+  gi.id = NvmlGiId(gi_info.id);
+  gi.profile_id = GiProfileId(gi_info.profileId);
+  gi.placement = mig::Placement{gi_info.placement.start, gi_info.placement.size};
+  const std::string gi_text = "GI " + std::to_string(gi.id.value()) + " on " + GpuText(gpu);
+  MIGD_ASSIGN_OR_RETURN(std::vector<CiProfileInfo> cis, CiProfiles(gpu, gi.profile_id, gih));
+  for (const CiProfileInfo& c : cis) {
+    std::vector<nvmlComputeInstance_t> handles(std::max<uint32_t>(c.instance_count, 1));
+    unsigned int count = static_cast<unsigned int>(handles.size());
+    r = library().Call<nvmlGpuInstanceGetComputeInstances_fn>(
+        S::kGpuInstanceGetComputeInstances, gih, c.id.value(), handles.data(), &count);
+    if (r != NVML_SUCCESS) {
+      return Err(r, "listing CIs of profile " + std::to_string(c.id.value()) + " in " + gi_text);
+    }
+    for (unsigned int j = 0; j < count && j < handles.size(); ++j) {
+      MIGD_ASSIGN_OR_RETURN(ComputeInstanceInfo ci, DescribeCi(handles[j], "a CI of " + gi_text));
+      gi.compute_instances.push_back(std::move(ci));
+    }
+  }
+  std::sort(gi.compute_instances.begin(), gi.compute_instances.end(),
+            [](const ComputeInstanceInfo& a, const ComputeInstanceInfo& b) { return a.id < b.id; });
+  return gi;
+}
+
 StatusOr<std::vector<GpuInstanceInfo>> NvmlDriver::ListGpuInstances(GpuIndex gpu) {
   MIGD_ASSIGN_OR_RETURN(NvmlSession::Token token, session_->Acquire());
   MIGD_ASSIGN_OR_RETURN(nvmlDevice_t dev, Device(token, gpu));
   MIGD_ASSIGN_OR_RETURN(std::vector<GiProfileInfo> profiles,
                         Profiles(gpu, dev, /*force_mode_check=*/false));
+  // This process's CI creates and destroys on the GPU wait until the listing
+  // and its walk are done: one consistent picture.
+  MutexLock mig_lock(&MigLock(gpu));
   std::vector<GpuInstanceInfo> out;
   // Every profile id, including +me, REV, GFX, -me and +me.all variants: a GI
   // of any of them occupies slices (nvml.md §6 "Inventory").
   for (const GiProfileInfo& p : profiles) {
-    const std::string what = "listing GIs of profile " + std::to_string(p.id.value()) + " on " +
-                             GpuText(gpu);
-    std::vector<nvmlGpuInstance_t> gis(std::max<uint32_t>(p.instance_count, 1));
-    unsigned int count = static_cast<unsigned int>(gis.size());
-    nvmlReturn_t r = library().Call<nvmlDeviceGetGpuInstances_fn>(
-        S::kDeviceGetGpuInstances, dev, p.id.value(), gis.data(), &count);
-    for (int attempt = 0; attempt < kMaxSizeRetries && r == NVML_ERROR_INSUFFICIENT_SIZE;
-         ++attempt) {
-      gis.resize(std::max<size_t>(count, 2 * gis.size()));
-      count = static_cast<unsigned int>(gis.size());
-      r = library().Call<nvmlDeviceGetGpuInstances_fn>(S::kDeviceGetGpuInstances, dev,
-                                                       p.id.value(), gis.data(), &count);
-    }
-    if (r != NVML_SUCCESS) return Err(r, what);
-    for (unsigned int i = 0; i < count && i < gis.size(); ++i) {
-      nvmlGpuInstanceInfo_t gi_info{};
-      r = library().Call<nvmlGpuInstanceGetInfo_fn>(S::kGpuInstanceGetInfo, gis[i], &gi_info);
-      if (r != NVML_SUCCESS) return Err(r, what + ": reading a GI's info");
-      GpuInstanceInfo gi;
-      gi.id = NvmlGiId(gi_info.id);
-      gi.profile_id = GiProfileId(gi_info.profileId);
-      gi.placement = mig::Placement{gi_info.placement.start, gi_info.placement.size};
-      const std::string gi_text = "GI " + std::to_string(gi.id.value()) + " on " + GpuText(gpu);
-      MIGD_ASSIGN_OR_RETURN(std::vector<CiProfileInfo> cis, CiProfiles(gpu, gi.profile_id, gis[i]));
-      for (const CiProfileInfo& c : cis) {
-        std::vector<nvmlComputeInstance_t> ci_handles(std::max<uint32_t>(c.instance_count, 1));
-        unsigned int ci_count = static_cast<unsigned int>(ci_handles.size());
-        r = library().Call<nvmlGpuInstanceGetComputeInstances_fn>(
-            S::kGpuInstanceGetComputeInstances, gis[i], c.id.value(), ci_handles.data(),
-            &ci_count);
-        if (r != NVML_SUCCESS) {
-          return Err(r, "listing CIs of profile " + std::to_string(c.id.value()) + " in " +
-                            gi_text);
-        }
-        for (unsigned int j = 0; j < ci_count && j < ci_handles.size(); ++j) {
-          MIGD_ASSIGN_OR_RETURN(ComputeInstanceInfo ci,
-                                DescribeCi(ci_handles[j], "a CI of " + gi_text));
-          gi.compute_instances.push_back(std::move(ci));
-        }
-      }
-      std::sort(gi.compute_instances.begin(), gi.compute_instances.end(),
-                [](const ComputeInstanceInfo& a, const ComputeInstanceInfo& b) {
-                  return a.id < b.id;
-                });
+    MIGD_ASSIGN_OR_RETURN(std::vector<nvmlGpuInstance_t> gis, GisOfProfile(gpu, dev, p));
+    for (nvmlGpuInstance_t gih : gis) {
+      MIGD_ASSIGN_OR_RETURN(GpuInstanceInfo gi, DescribeGi(gpu, gih));
       out.push_back(std::move(gi));
     }
   }
   std::sort(out.begin(), out.end(),
             [](const GpuInstanceInfo& a, const GpuInstanceInfo& b) { return a.id < b.id; });
+  std::vector<MigKey> wanted;
+  for (const GpuInstanceInfo& gi : out) {
+    for (const ComputeInstanceInfo& ci : gi.compute_instances) {
+      wanted.emplace_back(gi.id.value(), ci.id.value());
+    }
+  }
+  if (wanted.empty()) return out;
+  // One walk serves every CI of the GPU; it is always fresh here, since
+  // another NVML client may have changed the MIG devices since the last one.
+  MIGD_ASSIGN_OR_RETURN(MigDeviceMap walk, WalkCovering(gpu, dev, wanted, /*fresh=*/true));
+  for (GpuInstanceInfo& gi : out) {
+    for (ComputeInstanceInfo& ci : gi.compute_instances) {
+      const MigKey key{gi.id.value(), ci.id.value()};
+      MIGD_ASSIGN_OR_RETURN(ci.mig_uuid, MigUuidOf(gpu, dev, key, walk.at(key)));
+    }
+  }
   return out;
 }
 
@@ -867,17 +918,8 @@ StatusOr<std::vector<ProcessInfo>> NvmlDriver::ListProcesses(GpuIndex gpu, NvmlG
                                                              NvmlCiId ci) {
   MIGD_ASSIGN_OR_RETURN(NvmlSession::Token token, session_->Acquire());
   MIGD_ASSIGN_OR_RETURN(nvmlDevice_t dev, Device(token, gpu));
-  MIGD_ASSIGN_OR_RETURN(nvmlGpuInstance_t gih, GiHandle(gpu, dev, gi));
-  MIGD_ASSIGN_OR_RETURN(nvmlComputeInstance_t cih, CiHandle(gpu, gih, gi, ci));
   const std::string what = "CI " + std::to_string(ci.value()) + " of GI " +
                            std::to_string(gi.value()) + " on " + GpuText(gpu);
-  // Only the MIG device handle is needed: ComputeInstanceGetInfo, no UUID read.
-  nvmlComputeInstanceInfo_t ci_info{};
-  NvmlSymbol info_sym = S::kComputeInstanceGetInfoV2;
-  library().FirstBound({S::kComputeInstanceGetInfoV2, S::kComputeInstanceGetInfo}, &info_sym);
-  const nvmlReturn_t ir = library().Call<nvmlComputeInstanceGetInfo_fn>(info_sym, cih, &ci_info);
-  if (ir != NVML_SUCCESS) return Err(ir, "reading the info of " + what);
-  nvmlDevice_t mig_device = ci_info.device;
   NvmlSymbol s;
   if (!library().FirstBound({S::kDeviceGetComputeRunningProcessesV3,
                              S::kDeviceGetComputeRunningProcessesV2,
@@ -885,6 +927,18 @@ StatusOr<std::vector<ProcessInfo>> NvmlDriver::ListProcesses(GpuIndex gpu, NvmlG
                             &s)) {
     return UnimplementedError("listing processes of " + what + ": " + library().path() +
                               " exports no nvmlDeviceGetComputeRunningProcesses symbol");
+  }
+  // The instance's own MIG device: the parent handle would give the
+  // aggregate of the whole GPU, and only to a privileged caller (nvml.h,
+  // nvmlDeviceGetComputeRunningProcesses_v3: "Per-instance information can be
+  // queried by using specific MIG device handles").
+  nvmlDevice_t mig_device = nullptr;
+  {
+    MutexLock mig_lock(&MigLock(gpu));
+    StatusOr<MigDeviceMap> walk =
+        WalkCovering(gpu, dev, {MigKey{gi.value(), ci.value()}}, /*fresh=*/false);
+    if (!walk.ok()) return walk.status().WithContext("listing processes of " + what);
+    mig_device = walk->at(MigKey{gi.value(), ci.value()}).handle;
   }
   std::vector<ProcessInfo> out;
   // Each variant with its own struct (nvml.md §3.6): v1 is 16 bytes, v2/v3 24.

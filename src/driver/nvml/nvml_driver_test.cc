@@ -267,12 +267,17 @@ TEST_F(NvmlDriverTest, LegacyR470LibraryWorksThroughItsFallbacks) {
   MIGD_ASSERT_OK_AND_ASSIGN(auto v, driver_->GetVersions());
   EXPECT_THAT(v.driver, ::testing::StartsWith("470."));
   MIGD_ASSERT_OK_AND_ASSIGN(auto profiles, driver_->GetGiProfiles(gpu0_));
-  ASSERT_EQ(profiles.size(), 7u);
+  // The 11.4 header knows profile indices 0..7: no 1g.10gb (index 9) on R470.
+  ASSERT_EQ(profiles.size(), 6u);
   for (const GiProfileInfo& p : profiles) EXPECT_EQ(p.info_version, 1) << p.id;
-  MIGD_ASSERT_OK_AND_ASSIGN(auto gi, driver_->CreateGi(gpu0_, GiProfileId(15), {6, 2}));
+  EXPECT_EQ(profiles.back().index, GiProfileIndex(7));
+  EXPECT_THAT(driver_->CreateGi(gpu0_, GiProfileId(15), {6, 2}),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("NVML_ERROR_INVALID_ARGUMENT")));
+  MIGD_ASSERT_OK_AND_ASSIGN(auto gi, driver_->CreateGi(gpu0_, GiProfileId(20), {6, 1}));
   MIGD_ASSERT_OK_AND_ASSIGN(auto ci, driver_->CreateCi(gpu0_, gi.id));
-  EXPECT_EQ(ci.profile_id, CiProfileId(7));
+  EXPECT_EQ(ci.profile_id, CiProfileId(0));
   EXPECT_EQ(ci.placement, (mig::Placement{0, 1}));  // 11.4 has GetInfo_v2
+  EXPECT_THAT(ci.mig_uuid.value(), ::testing::StartsWith("MIG-"));
   ASSERT_EQ(sim_testing::AttachProcess(MIGD_SIM_LEGACY_LIBRARY, ci.mig_uuid.value(), 7, 1 << 20),
             NVML_SUCCESS);
   MIGD_ASSERT_OK_AND_ASSIGN(auto procs, driver_->ListProcesses(gpu0_, gi.id, ci.id));
@@ -312,7 +317,8 @@ TEST_F(NvmlDriverTest, ProfilesWithoutMigComeFromTheUnversionedCall) {
 }
 
 TEST_F(NvmlDriverTest, ExactCallCountsForCreateAndDestroy) {
-  Start();
+  // The budget of a CI the walk sees at once; see CiHiddenFromTheFirstWalks...
+  Start(kA100, {{"MIGD_SIM_NEW_CI_VISIBILITY", "immediate"}});
   // Warm the GPU handle, the GI profile cache and the CI profile cache.
   ASSERT_THAT(driver_->GetGiProfiles(gpu0_), IsOk());
   MIGD_ASSERT_OK_AND_ASSIGN(auto warm, driver_->CreateGi(gpu0_, GiProfileId(9), {0, 4}));
@@ -332,11 +338,17 @@ TEST_F(NvmlDriverTest, ExactCallCountsForCreateAndDestroy) {
       {{"nvmlDeviceGetGpuInstanceById", "SUCCESS"}, 1},
       {{"nvmlGpuInstanceCreateComputeInstance", "SUCCESS"}, 1},
       {{"nvmlComputeInstanceGetInfo_v2", "SUCCESS"}, 1},
+      // The walk: every index of the A100's 7, the ids of the 2 CIs now on
+      // the GPU, then the new MIG device's UUID.
+      {{"nvmlDeviceGetMigDeviceHandleByIndex", "SUCCESS"}, 2},
+      {{"nvmlDeviceGetMigDeviceHandleByIndex", "ERROR_NOT_FOUND"}, 5},
+      {{"nvmlDeviceGetGpuInstanceId", "SUCCESS"}, 2},
+      {{"nvmlDeviceGetComputeInstanceId", "SUCCESS"}, 2},
       {{"nvmlDeviceGetUUID", "SUCCESS"}, 1},
   };
   EXPECT_EQ(Delta(ours, OurCounts()), create);
   EXPECT_EQ(Delta(sim, sim_->Counts()), create);  // the simulator saw the same calls
-  EXPECT_EQ(driver_->TotalCalls() - total_before, 7u);
+  EXPECT_EQ(driver_->TotalCalls() - total_before, 18u);
 
   ours = OurCounts();
   sim = sim_->Counts();
@@ -438,7 +450,9 @@ TEST_F(NvmlDriverTest, FailedCiInfoDestroysTheNewCi) {
 
 TEST_F(NvmlDriverTest, FailedMigUuidDestroysTheNewCi) {
   MIGD_RUN_IN_FRESH_PROCESS();
-  Start(kA100, {{"MIGD_SIM_FAULTS", "nvmlDeviceGetUUID=GPU_IS_LOST@1"}});
+  // Call 1 reads the parent GPU's UUID (before anything is created), call 2
+  // the new MIG device's.
+  Start(kA100, {{"MIGD_SIM_FAULTS", "nvmlDeviceGetUUID=GPU_IS_LOST@2"}});
   MIGD_ASSERT_OK_AND_ASSIGN(auto gi, driver_->CreateGi(gpu0_, GiProfileId(19), {0, 1}));
   ASSERT_THAT(driver_->GetCiProfiles(gpu0_, gi.id), IsOk());
   EXPECT_THAT(driver_->CreateCi(gpu0_, gi.id),
@@ -572,9 +586,9 @@ TEST_F(NvmlDriverTest, ListProcessesRetriesWhenTheListGrows) {
   // Size query, a fill that was too small, a second fill.
   EXPECT_EQ(Delta(before, sim_->Counts()),
             (CallCounts{
-                {{"nvmlDeviceGetGpuInstanceById", "SUCCESS"}, 1},
-                {{"nvmlGpuInstanceGetComputeInstanceById", "SUCCESS"}, 1},
-                {{"nvmlComputeInstanceGetInfo_v2", "SUCCESS"}, 1},
+                // The MIG device of the create's walk, its ids checked again.
+                {{"nvmlDeviceGetGpuInstanceId", "SUCCESS"}, 1},
+                {{"nvmlDeviceGetComputeInstanceId", "SUCCESS"}, 1},
                 {{"nvmlDeviceGetComputeRunningProcesses_v3", "ERROR_INSUFFICIENT_SIZE"}, 2},
                 {{"nvmlDeviceGetComputeRunningProcesses_v3", "SUCCESS"}, 1},
                 {{"migdSimAttachProcess", "SUCCESS"}, 10},

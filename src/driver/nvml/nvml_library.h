@@ -60,6 +60,8 @@ enum class NvmlSymbol : int {
   kDeviceGetMigMode,
   kDeviceGetMaxMigDeviceCount,
   kDeviceGetMigDeviceHandleByIndex,
+  kDeviceGetGpuInstanceId,
+  kDeviceGetComputeInstanceId,
   kDeviceGetGpuInstanceProfileInfoV,
   kDeviceGetGpuInstanceProfileInfo,
   kDeviceGetGpuInstancePossiblePlacementsV2,

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/file_util.h"
+#include "sim/config.h"
 
 extern char** environ;
 
@@ -83,13 +84,34 @@ uint64_t Get(const CallCounts& counts, const std::string& function, const std::s
   return it == counts.end() ? 0 : it->second;
 }
 
+namespace {
+
+// The header-open knobs as the process found them before any test changed
+// its environment (a suite run under one simulator variant).
+const std::map<std::string, std::string>& VariantKnobs() {
+  static const auto* const kKnobs = [] {
+    auto* knobs = new std::map<std::string, std::string>;
+    for (const char* name : sim::kHeaderOpenKnobs) {
+      if (const char* v = std::getenv(name)) (*knobs)[name] = v;
+    }
+    return knobs;
+  }();
+  return *kKnobs;
+}
+// Captured before main(), so before any test touches the environment.
+[[maybe_unused]] const bool kVariantKnobsCaptured = !VariantKnobs().empty();
+
+}  // namespace
+
 void ClearSimEnv() {
+  VariantKnobs();
   std::vector<std::string> names;
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
     const std::string_view entry(*e);
     if (StartsWith(entry, kSimEnvPrefix)) names.emplace_back(entry.substr(0, entry.find('=')));
   }
   for (const std::string& name : names) unsetenv(name.c_str());
+  for (const auto& [name, value] : VariantKnobs()) setenv(name.c_str(), value.c_str(), 1);
 }
 
 SimMachine::SimMachine(const std::string& gpus,

@@ -58,11 +58,14 @@ CallCounts Delta(const CallCounts& before, const CallCounts& after);
 // The counter of (function, result); 0 if absent.
 uint64_t Get(const CallCounts& counts, const std::string& function, const std::string& result);
 
-// Unsets every MIGD_SIM_* variable of this process's environment.
+// Unsets every MIGD_SIM_* variable of this process's environment, then
+// restores the header-open knobs (sim::kHeaderOpenKnobs) to the values the
+// process started with, so that a suite runs under the simulator variant its
+// environment names (tests/sim_variants).
 void ClearSimEnv();
 
 // One simulated machine for one test. The constructor clears every MIGD_SIM_*
-// variable, then sets MIGD_SIM_STATE to "<new temp dir>/state.json",
+// variable (keeping the variant knobs, see ClearSimEnv), then sets MIGD_SIM_STATE to "<new temp dir>/state.json",
 // MIGD_SIM_GPUS to `gpus`, MIGD_SIM_FSYNC to 0, then `extra_env`. The
 // simulator creates the machine at the next nvmlInit_v2 that takes its
 // reference count from 0 to 1 (or at a migdSim* control), and reads the

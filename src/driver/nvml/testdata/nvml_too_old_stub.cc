@@ -22,6 +22,10 @@ int nvmlDeviceGetCount_v2(unsigned int* count) {
 int nvmlDeviceGetHandleByIndex_v2(unsigned int, void**) { return 2; }
 int nvmlDeviceGetUUID(void*, char*, unsigned int) { return 2; }
 int nvmlDeviceGetMigMode(void*, unsigned int*, unsigned int*) { return 3; }
+int nvmlDeviceGetMaxMigDeviceCount(void*, unsigned int*) { return 3; }
+int nvmlDeviceGetMigDeviceHandleByIndex(void*, unsigned int, void**) { return 3; }
+int nvmlDeviceGetGpuInstanceId(void*, unsigned int*) { return 3; }
+int nvmlDeviceGetComputeInstanceId(void*, unsigned int*) { return 3; }
 int nvmlDeviceGetGpuInstanceProfileInfo(void*, unsigned int, void*) { return 3; }
 int nvmlDeviceGetGpuInstancePossiblePlacements(void*, unsigned int, void*, unsigned int*) {
   return 3;

@@ -108,7 +108,7 @@ struct Simulation {
   std::string proc_root;  // the sim's fake /proc (from its state file)
 };
 
-// Defaults that only make sense for root on a real node (/var/lib/migd,
+// Defaults that only make sense for root on a real node (/run/migd/state,
 // /run/migd, /var/run/cdi) are moved under the simulation directory unless
 // the file or a flag set them, so `migd --simulate X` runs unprivileged.
 void ApplySimulation(const Simulation& sim, Config* c) {

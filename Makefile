@@ -23,6 +23,16 @@
 #   make fuzz        libFuzzer targets (clang), FUZZ_SECONDS each (docs/fuzzing.md)
 #   make bench-load  32 clients x 10,000 operations against the real migd
 #                    (bench/load, docs/benchmarks/load.md); QUICK=1 for a short run
+#   make image       the container image of deploy/docker/Dockerfile, built with
+#                    podman (scripts/image.sh; debootstrap base without a registry)
+#   make image-test  migd from that image, run as the Helm chart runs it
+#                    (simulated GPUs): ready, migctl status from the host, an
+#                    allocation's CDI spec on the host, clean SIGTERM.
+#                    Not part of `make test`: building the image compiles migd
+#                    from scratch in the build stage (40 min measured on 2
+#                    cores, docs/operations.md "Container image"), which does
+#                    not fit CI's 40-minute budget beside the suite. Run both
+#                    before each landing that touches deploy/.
 #   make config-doc  rewrites docs/config.md's key table from the config schema
 
 SHELL := /bin/bash
@@ -30,7 +40,7 @@ JOBS ?= 2
 SIM_GPUS ?= a100-40gb:2,h100-80gb:1
 RUN_DIR ?= $(CURDIR)/build/run
 
-.PHONY: all deps deps-test configure build test check run demo test-asan test-tsan test-debug clean config-doc probe bench-placement bench-latency bench-load crash-test fuzz fuzz-ci
+.PHONY: all deps deps-test configure build test check run demo test-asan test-tsan test-debug clean config-doc probe bench-placement bench-latency bench-load crash-test fuzz fuzz-ci image image-test
 
 all: build
 
@@ -133,3 +143,12 @@ fuzz:
 	@FUZZ_SECONDS=$(FUZZ_SECONDS) fuzz/run.sh
 fuzz-ci:
 	@fuzz/run.sh ci
+
+# The container image (scripts/image.sh, docs/operations.md "Container image").
+image:
+	@scripts/install-deps.sh image
+	@scripts/image.sh build
+
+image-test: build
+	@scripts/install-deps.sh image deploy-check
+	@scripts/image.sh test

@@ -6,13 +6,22 @@
 #   2. the Helm chart renders (deploy/tools/helmlite: Go text/template with the
 #      Helm functions the chart uses) with its default values and with each
 #      ci/*-values.yaml, and every rendered manifest is well-formed YAML;
-#   3. the systemd unit passes `systemd-analyze verify`, and the runtime packages
-#      the Dockerfile installs exist in Debian 12 (`apt-cache show`);
+#   2b. every rendered manifest is valid against the Kubernetes API schema
+#      (deploy/tools/manifest-check: kubernetes-models' validators compiled from
+#      the official OpenAPI definitions, plus unknown fields), and the checker
+#      refuses each of its bad fixtures (unknown field, wrong type, missing
+#      required field, unknown kind);
+#   3. the systemd unit passes `systemd-analyze verify`, its exposure score
+#      (`systemd-analyze security --offline=yes`) is the one docs/operations.md
+#      records, and the runtime packages the Dockerfile installs exist in
+#      Debian 12 (`apt-cache show`);
 #   4. with a migd binary (argument 1, default build/bin/migd): deploy/migd.yaml
 #      and every migd.yaml the chart renders start a real migd (on simulated
 #      GPUs, paths redirected to a temporary directory) that becomes ready and
 #      stops cleanly — i.e. the configs pass migd's own strict validation.
-# Steps whose tool is missing are reported as SKIPPED; any failure exits 1.
+# Steps 2b and 3 fail when their tools are missing (scripts/install-deps.sh
+# manifest-check deploy-check installs them; `make check` does); other steps
+# whose tool is missing are reported as SKIPPED. Any failure exits 1.
 #
 #   deploy/check.sh [path/to/migd]
 set -uo pipefail
@@ -91,6 +100,8 @@ fi
 
 # ---- 2. Helm chart ----
 configs=()
+manifests=()
+manifest_labels=()
 if command -v go >/dev/null 2>&1 && [ -d /usr/share/gocode/src/sigs.k8s.io/yaml ]; then
   export GO111MODULE=off GOPATH=/usr/share/gocode GOCACHE="$TMP/gocache" GOFLAGS=
   if go build -o "$TMP/helmlite" "$ROOT/deploy/tools/helmlite/main.go" 2>"$TMP/go.err"; then
@@ -100,9 +111,12 @@ if command -v go >/dev/null 2>&1 && [ -d /usr/share/gocode/src/sigs.k8s.io/yaml 
       args=()
       label="default values"
       if [ -n "$values" ]; then args=(-values "$values"); label="${values#"$ROOT"/}"; fi
-      if out="$("$TMP/helmlite" "${args[@]}" -config-out "$TMP/chart-$n.yaml" "$CHART" 2>&1)"; then
+      if out="$("$TMP/helmlite" "${args[@]}" -config-out "$TMP/chart-$n.yaml" \
+                 -manifests-out "$TMP/manifests-$n.yaml" "$CHART" 2>&1)"; then
         ok "helm template ($label): $out"
         configs+=("$TMP/chart-$n.yaml")
+        manifests+=("$TMP/manifests-$n.yaml")
+        manifest_labels+=("$label")
       else
         fail "helm template ($label): $out"
       fi
@@ -114,6 +128,25 @@ else
   skip "helm template: Go and golang-k8s-sigs-yaml-dev (Debian) not found"
 fi
 
+# ---- 2b. rendered manifests against the Kubernetes API schema ----
+MC="$ROOT/deploy/tools/manifest-check"
+if command -v node >/dev/null 2>&1 && [ -d "$MC/node_modules/kubernetes-models" ]; then
+  if out="$(node "$MC/check.js" --self-test "$MC/testdata" 2>&1)"; then
+    ok "$out"
+  else
+    fail "manifest-check self-test: $out"
+  fi
+  for i in "${!manifests[@]}"; do
+    if out="$(node "$MC/check.js" "${manifests[$i]}" 2>&1)"; then
+      ok "Kubernetes API schema (${manifest_labels[$i]}): $out"
+    else
+      fail "Kubernetes API schema (${manifest_labels[$i]}): $out"
+    fi
+  done
+else
+  fail "Kubernetes API schema: node or deploy/tools/manifest-check/node_modules missing (scripts/install-deps.sh manifest-check)"
+fi
+
 # ---- 3. systemd unit ----
 if command -v systemd-analyze >/dev/null 2>&1; then
   # verify insists that ExecStart's binary exists; point it at a stub.
@@ -122,8 +155,20 @@ if command -v systemd-analyze >/dev/null 2>&1; then
   sed "s#/usr/bin/migd#$TMP/unit/migd#" "$ROOT/deploy/systemd/migd.service" >"$TMP/unit/migd.service"
   out="$(systemd-analyze verify "$TMP/unit/migd.service" 2>&1)"
   if [ -z "$out" ]; then ok "systemd-analyze verify migd.service"; else fail "systemd-analyze verify: $out"; fi
+  # The score docs/operations.md records ("Exposure: **N.N**") must be the
+  # tool's: a change of the unit updates the documentation with it.
+  score="$(systemd-analyze security --offline=yes "$TMP/unit/migd.service" 2>&1 |
+    sed -n 's/.*Overall exposure level for migd.service: \([0-9.]*\).*/\1/p')"
+  recorded="$(sed -n 's/.*systemd-analyze security.*Exposure: \*\*\([0-9.]*\)\*\*.*/\1/p' "$ROOT/docs/operations.md" | head -1)"
+  if [ -z "$score" ]; then
+    fail "systemd-analyze security --offline=yes printed no exposure score"
+  elif [ "$score" = "$recorded" ]; then
+    ok "systemd-analyze security --offline=yes migd.service: exposure $score (as docs/operations.md records)"
+  else
+    fail "systemd-analyze security: exposure $score, docs/operations.md records '${recorded:-nothing}'; update the Hardening section"
+  fi
 else
-  skip "systemd unit: systemd-analyze not found"
+  fail "systemd unit: systemd-analyze not found (Debian package systemd; scripts/install-deps.sh deploy-check)"
 fi
 
 # ---- 3b. Dockerfile: the runtime packages exist in Debian 12 ----
@@ -179,12 +224,19 @@ if [ -x "$MIGD" ]; then
       "$TMP"/*)
         # A chart config turns the Kubernetes integration on, which needs a
         # cluster; everything else in it is checked as rendered.
+        # cdi.commonEditsFrom names a host file migd must be able to read
+        # at startup: a stand-in spec of the same layout is used instead.
         label="chart-rendered migd.yaml #$n, kubernetes.enabled and recovery.ownerSource set to false/records"
-        python3 - "$cfg" "$d/migd.yaml" <<'EOF'
+        python3 - "$cfg" "$d/migd.yaml" "$d/nvidia.yaml" <<'EOF'
 import sys, yaml
 c = yaml.safe_load(open(sys.argv[1]))
 c.setdefault("kubernetes", {})["enabled"] = False
 c.setdefault("recovery", {})["ownerSource"] = "records"
+if c.get("cdi", {}).get("commonEditsFrom"):
+    with open(sys.argv[3], "w") as f:
+        f.write("cdiVersion: 0.5.0\nkind: nvidia.com/gpu\ndevices: []\ncontainerEdits:\n"
+                "  mounts:\n  - {hostPath: /usr/lib/libcuda.so.1, containerPath: /usr/lib/libcuda.so.1}\n")
+    c["cdi"]["commonEditsFrom"] = sys.argv[3]
 yaml.safe_dump(c, open(sys.argv[2], "w"), default_flow_style=False)
 EOF
         cfg="$d/migd.yaml"

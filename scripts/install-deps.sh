@@ -14,6 +14,12 @@
 #                                    (deploy/check.sh: chart rendering, YAML checks)
 #   scripts/install-deps.sh fuzz     also clang 14 with libFuzzer and the LLVM tools
 #                                    (the `fuzz` preset: make fuzz, scripts/ci-sanitizers.sh)
+#   scripts/install-deps.sh manifest-check  also Node.js and npm, then the npm packages of
+#                                    deploy/tools/manifest-check (kubernetes-models, pinned by
+#                                    its package-lock.json; `npm ci`, only when missing)
+#   scripts/install-deps.sh runtime-e2e  also podman with runc and crun and busybox-static
+#                                    (tests/runtime: CDI injection by a real container runtime)
+#   scripts/install-deps.sh image    also podman and debootstrap (make image, make image-test)
 set -euo pipefail
 
 PACKAGES=(
@@ -32,7 +38,16 @@ BENCH_PACKAGES=(
   gnuplot-nox
 )
 DEPLOY_CHECK_PACKAGES=(
-  python3-yaml golang-go golang-k8s-sigs-yaml-dev
+  python3-yaml golang-go golang-k8s-sigs-yaml-dev systemd
+)
+MANIFEST_CHECK_PACKAGES=(
+  nodejs npm
+)
+RUNTIME_E2E_PACKAGES=(
+  podman runc crun busybox-static
+)
+IMAGE_PACKAGES=(
+  podman runc debootstrap
 )
 METRICS_CHECK_PACKAGES=(
   prometheus
@@ -44,6 +59,7 @@ CDI_CHECK_PACKAGES=(
   golang-go golang-github-container-orchestrated-devices-container-device-interface-dev
 )
 
+NPM_DIRS=()
 for group in "$@"; do
   case "$group" in
     bench) PACKAGES+=("${BENCH_PACKAGES[@]}") ;;
@@ -51,18 +67,40 @@ for group in "$@"; do
     metrics-check) PACKAGES+=("${METRICS_CHECK_PACKAGES[@]}") ;;
     deploy-check) PACKAGES+=("${DEPLOY_CHECK_PACKAGES[@]}") ;;
     fuzz) PACKAGES+=("${FUZZ_PACKAGES[@]}") ;;
-    *) echo "install-deps: unknown group '$group' (known: bench, cdi-check, metrics-check, deploy-check, fuzz)" >&2; exit 2 ;;
+    manifest-check) PACKAGES+=("${MANIFEST_CHECK_PACKAGES[@]}"); NPM_DIRS+=(deploy/tools/manifest-check) ;;
+    runtime-e2e) PACKAGES+=("${RUNTIME_E2E_PACKAGES[@]}") ;;
+    image) PACKAGES+=("${IMAGE_PACKAGES[@]}") ;;
+    *) echo "install-deps: unknown group '$group' (known: bench, cdi-check, metrics-check, deploy-check, fuzz, manifest-check, runtime-e2e, image)" >&2; exit 2 ;;
   esac
 done
 
 missing=()
 for pkg in "${PACKAGES[@]}"; do
+  # A Node.js package from another source (it bundles npm and conflicts with
+  # Debian's npm package) satisfies nodejs/npm.
+  if [ "$pkg" = npm ] && command -v npm >/dev/null 2>&1; then continue; fi
   if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed'; then
     missing+=("$pkg")
   fi
 done
 
+# npm packages of the selected groups: `npm ci` from the committed lock file
+# (exact versions and integrity hashes), only when node_modules is missing or
+# older than the lock file.
+install_npm() {
+  local root dir
+  root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+  for dir in "${NPM_DIRS[@]}"; do
+    if [ ! -f "$root/$dir/node_modules/.package-lock.json" ] ||
+       [ "$root/$dir/package-lock.json" -nt "$root/$dir/node_modules/.package-lock.json" ]; then
+      echo "install-deps: npm ci in $dir"
+      (cd "$root/$dir" && npm ci --no-audit --no-fund --loglevel=error)
+    fi
+  done
+}
+
 if [ ${#missing[@]} -eq 0 ]; then
+  install_npm
   exit 0
 fi
 
@@ -79,3 +117,4 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+install_npm

@@ -383,6 +383,8 @@ Status MigManagerService::DoGetStatus(v1::GetStatusResponse* resp) {
                                 info_.started.time_since_epoch())
                                 .count());
   resp->set_boot_id(info_.boot_id);
+  resp->set_cdi_common_edits(info_.cdi_common_edits);
+  for (const std::string& w : info_.warnings) resp->add_warnings(w);
   const engine::ManagerSnapshot snap = manager_.List();
   for (const engine::GpuView& g : manager_.Gpus()) {
     v1::GpuStatus* gs = resp->add_gpus();

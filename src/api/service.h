@@ -53,6 +53,11 @@ struct ServerInfo {
   bool simulated = false;
   Clock::TimePoint started{};
   std::string boot_id;
+  // Where the CDI specs' driver edits come from (cdi::CommonEdits::summary).
+  std::string cdi_common_edits;
+  // Startup warnings an operator must act on (e.g. no driver libraries in
+  // the CDI specs), each naming the fix; shown by `migctl status`.
+  std::vector<std::string> warnings;
 };
 
 struct ServiceOptions {

@@ -9,7 +9,6 @@
 #include <gtest/gtest.h>
 
 #include <map>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 

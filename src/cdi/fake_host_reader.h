@@ -10,9 +10,11 @@
 #define MIGD_CDI_FAKE_HOST_READER_H_
 
 #include <map>
-#include <mutex>
 #include <string>
 
+#include <absl/base/thread_annotations.h>
+
+#include "base/mutex.h"
 #include "cdi/host_reader.h"
 
 namespace migd::cdi::testing {
@@ -22,18 +24,18 @@ namespace migd::cdi::testing {
 class FakeHostReader final : public HostReader {
  public:
   void AddNode(const std::string& path, DeviceNodeInfo info) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     nodes_[path] = info;
   }
   void RemoveNode(const std::string& path) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     nodes_.erase(path);
   }
   StatusOr<std::string> ReadFile(const std::string& path) const override {
     return os_.ReadFile(path);
   }
   StatusOr<DeviceNodeInfo> StatDeviceNode(const std::string& path) const override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     auto it = nodes_.find(path);
     if (it == nodes_.end()) return NotFoundError("stat " + path + ": No such file or directory");
     return it->second;
@@ -41,8 +43,8 @@ class FakeHostReader final : public HostReader {
 
  private:
   OsHostReader os_;
-  mutable std::mutex mu_;
-  std::map<std::string, DeviceNodeInfo> nodes_;
+  mutable Mutex mu_;
+  std::map<std::string, DeviceNodeInfo> nodes_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace migd::cdi::testing

@@ -1,8 +1,8 @@
 // File: cdi/json_schema_check.h
 //
 // Test-only: a validator for the subset of JSON Schema (draft-07) that the CDI
-// schema files use (tests/cdi/schema/schema.json + defs.json, verbatim copies
-// of cncf-tags/container-device-interface schema/, reference/cdi.md §13):
+// schema files use (data/cdi-schema/schema.json + defs.json, verbatim copies
+// of cncf-tags/container-device-interface schema/; provenance in data/README.md):
 //
 //   type (string or list), properties, required, items (one schema),
 //   patternProperties, additionalProperties (bool or schema), minimum,
@@ -46,8 +46,20 @@ class JsonSchemaChecker {
     std::vector<std::string>* errors;
     Status* unsupported;
   };
+  // `doc` is the schema file `schema` lives in (for "#/..." references);
+  // `where` is the JSON pointer of `value` in the instance.
   void Check(const nlohmann::json& schema, const std::string& doc, const nlohmann::json& value,
              const std::string& where, const Ctx& ctx, int depth) const;
+  void CheckRef(const std::string& ref, const std::string& doc, const nlohmann::json& value,
+                const std::string& where, const Ctx& ctx, int depth) const;
+  // False (with an error) if `value` has none of the schema's types.
+  bool CheckType(const nlohmann::json& schema, const nlohmann::json& value,
+                 const std::string& at, const Ctx& ctx) const;
+  void CheckBounds(const nlohmann::json& schema, const nlohmann::json& value,
+                   const std::string& at, const Ctx& ctx) const;
+  void CheckObject(const nlohmann::json& schema, const std::string& doc,
+                   const nlohmann::json& value, const std::string& where, const Ctx& ctx,
+                   int depth) const;
 
   std::map<std::string, nlohmann::json> docs_;
   std::string main_;

@@ -1,7 +1,9 @@
 // File: cdi/names.h
 //
-// The CDI name grammar (reference/cdi.md §4), spec versions (§1) and migd's
-// spec file naming (§6, DESIGN.md §6). Pure functions, no I/O.
+// The CDI name grammar (cncf-tags/container-device-interface pkg/parser,
+// qualified-device.go in 0.5.x), spec versions (pkg/cdi/version.go) and migd's
+// spec file naming (GenerateTransientSpecName, pkg/cdi/spec.go). Pure
+// functions, no I/O.
 //
 // Example:
 //   cdi::Kind kind{"hami.io", "mig"};
@@ -21,7 +23,7 @@
 
 namespace migd::cdi {
 
-// The default kind of migd's devices (DESIGN.md §3).
+// The default kind of migd's devices: HAMi's dynamic-MIG vendor and class.
 inline constexpr std::string_view kDefaultVendor = "hami.io";
 inline constexpr std::string_view kDefaultClass = "mig";
 
@@ -65,7 +67,7 @@ StatusOr<QualifiedDevice> ParseQualifiedName(std::string_view qualified);
 StatusOr<std::string> DeviceNameForMigUuid(std::string_view mig_uuid);
 
 // "<vendor>-<class>_<device>.json": GenerateTransientSpecName with the device
-// name as transient id (reference/cdi.md §6). REQUIRES: valid kind and name.
+// name as transient id (pkg/cdi/spec.go). REQUIRES: valid kind and name.
 std::string SpecFileName(const Kind& kind, std::string_view device);
 // "<vendor>-<class>_": the prefix every spec file of `kind` starts with.
 std::string SpecFilePrefix(const Kind& kind);

@@ -13,6 +13,7 @@ BuilderOptions ToBuilderOptions(const Options& o) {
   b.proc_root = o.proc_root;
   b.dev_root = o.dev_root;
   b.common_edits_from = o.common_edits_from;
+  b.common_edits = o.common_edits;
   b.min_version = o.min_version;
   b.max_version = o.max_version;
   return b;

@@ -6,7 +6,7 @@
 // the `cdi:` section of the config, and produces the Allocate result
 // (CDI-qualified names plus the legacy env/device-node form).
 //
-// Ordering contract (DESIGN.md §6): Publish before Allocate returns (created
+// Ordering contract: Publish before Allocate returns (created
 // or reused instance; recovery for every verified Active/Idle instance);
 // Unpublish only after the GI/CI was destroyed, never on release.
 //
@@ -39,7 +39,8 @@ struct Options {
   bool enabled = true;                    // cdi.enabled: false → legacy form only, no files
   Kind kind;                              // cdi.vendor, cdi.class (default hami.io/mig)
   std::string spec_dir = "/var/run/cdi";  // cdi.specDir
-  std::string common_edits_from;          // cdi.commonEditsFrom ("" = none)
+  std::string common_edits_from;          // a spec read at every Build ("" = none)
+  ContainerEdits common_edits;            // used when common_edits_from is "" (generated)
   std::string proc_root = "/proc";
   std::string dev_root = "/dev";
   Version min_version = kVersion050;

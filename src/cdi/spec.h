@@ -3,7 +3,9 @@
 // The CDI spec model: the subset of the format that migd writes and that it
 // reads from a base spec (`cdi.commonEditsFrom`, e.g. `nvidia-ctk cdi
 // generate` output), its canonical JSON form, the minimum-version rules of the
-// CDI library (reference/cdi.md §1) and its validation rules (§3, §4).
+// CDI library (MinimumRequiredVersion, pkg/cdi/version.go of
+// cncf-tags/container-device-interface) and its validation rules
+// (pkg/cdi/spec.go, container-edits.go, pkg/parser).
 //
 // The model has no `annotations`, `intelRdt` or `netDevices`: migd never
 // writes them (library 0.5.2 does not know them). Parsing a document that

@@ -1,9 +1,11 @@
 #include "cdi/spec_builder.h"
 
+#include <absl/strings/numbers.h>
+#include <absl/strings/str_split.h>
+#include <absl/strings/strip.h>
+
 #include <algorithm>
-#include <charconv>
 #include <set>
-#include <sstream>
 
 #include "base/status_macros.h"
 
@@ -13,24 +15,19 @@ namespace {
 constexpr std::string_view kVisibleDevicesVoid = "NVIDIA_VISIBLE_DEVICES=void";
 constexpr std::string_view kVisibleDevicesKey = "NVIDIA_VISIBLE_DEVICES=";
 
-std::string Trim(std::string_view s) {
-  const size_t b = s.find_first_not_of(" \t\r");
-  if (b == std::string_view::npos) return "";
-  const size_t e = s.find_last_not_of(" \t\r");
-  return std::string(s.substr(b, e - b + 1));
-}
-
-std::optional<uint32_t> ParseUint(std::string_view s) {
+std::optional<uint32_t> ParseUint(absl::string_view s) {
   uint32_t v = 0;
-  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || ptr != s.data() + s.size() || s.empty()) return std::nullopt;
+  if (!absl::SimpleAtoi(s, &v)) return std::nullopt;
   return v;
 }
 
-std::vector<std::string> Lines(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) out.push_back(line);
+// The lines of `text`, each stripped of surrounding whitespace.
+// (Debian's abseil has its own absl::string_view, not std::string_view.)
+std::vector<absl::string_view> StrippedLines(const std::string& text) {
+  std::vector<absl::string_view> out;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    out.push_back(absl::StripAsciiWhitespace(line));
+  }
   return out;
 }
 
@@ -56,21 +53,23 @@ StatusOr<uint32_t> SpecBuilder::ReadCapsMajor() const {
     return Status(text.status().code(),
                   "reading the nvidia-caps major: " + std::string(text.status().message()));
   }
+  // /proc/devices: "Character devices:", then "<major> <name>" lines, then a
+  // blank line and "Block devices:" (Linux fs/char_dev.c, chrdev_show).
   bool in_char = false;
-  for (const std::string& raw : Lines(*text)) {
-    const std::string line = Trim(raw);
+  for (absl::string_view line : StrippedLines(*text)) {
     if (line == "Character devices:") {
       in_char = true;
       continue;
     }
     if (line == "Block devices:") in_char = false;
     if (!in_char || line.empty()) continue;
-    const size_t sp = line.find(' ');
-    if (sp == std::string::npos) continue;
-    if (Trim(line.substr(sp + 1)) != "nvidia-caps") continue;
-    std::optional<uint32_t> major = ParseUint(line.substr(0, sp));
+    std::pair<absl::string_view, absl::string_view> fields =
+        absl::StrSplit(line, absl::MaxSplits(' ', 1));
+    if (absl::StripAsciiWhitespace(fields.second) != "nvidia-caps") continue;
+    std::optional<uint32_t> major = ParseUint(fields.first);
     if (!major || *major == 0) {
-      return InvalidArgumentError(path + ": malformed nvidia-caps line \"" + line + "\"");
+      return InvalidArgumentError(path + ": malformed nvidia-caps line \"" + std::string(line) +
+                                  "\"");
     }
     return *major;
   }
@@ -80,42 +79,39 @@ StatusOr<uint32_t> SpecBuilder::ReadCapsMajor() const {
       "\"<major> nvidia-caps\"; is the NVIDIA driver loaded with MIG capabilities?)");
 }
 
-StatusOr<SpecBuilder::Capability> SpecBuilder::ReadCapability(const std::string& cap) const {
-  // cap = "gpu<m>/gi<G>[/ci<C>]/access"; its per-instance file lives under
-  // driver/nvidia/capabilities/gpu<m>/mig/gi<G>[/ci<C>]/access.
-  const size_t slash = cap.find('/');
-  const std::string instance_file = options_.proc_root + "/driver/nvidia/capabilities/" +
-                                    cap.substr(0, slash) + "/mig" + cap.substr(slash);
-  StatusOr<std::string> text = reader_->ReadFile(instance_file);
-  if (text.ok()) {
-    Capability out;
-    bool have_minor = false;
-    for (const std::string& line : Lines(*text)) {
-      if (Trim(line).empty()) continue;
-      const size_t colon = line.find(':');
-      const std::string key = colon == std::string::npos ? "" : Trim(line.substr(0, colon));
-      const std::string value = colon == std::string::npos ? "" : Trim(line.substr(colon + 1));
-      std::optional<uint32_t> num = ParseUint(value);
-      if (key.empty() || !num) {
-        return InvalidArgumentError(instance_file + ": malformed line \"" + line +
-                                    "\" (expected \"DeviceFileMinor: <n>\", \"DeviceFileMode: "
-                                    "<n>\", \"DeviceFileModify: <0|1>\")");
-      }
-      if (key == "DeviceFileMinor") {
-        out.minor = *num;
-        have_minor = true;
-      } else if (key == "DeviceFileMode") {
-        out.mode = *num & 07777;
-      }
+// The per-instance file: "DeviceFileMinor: <n>", "DeviceFileMode: <n>",
+// "DeviceFileModify: <0|1>" lines (the NVIDIA driver's nv-caps.c; the MIG
+// User Guide, "Device Nodes and Capabilities").
+StatusOr<SpecBuilder::Capability> SpecBuilder::ParseAccessFile(const std::string& path,
+                                                               const std::string& text) const {
+  Capability out;
+  bool have_minor = false;
+  for (absl::string_view line : StrippedLines(text)) {
+    if (line.empty()) continue;
+    std::pair<absl::string_view, absl::string_view> kv =
+        absl::StrSplit(line, absl::MaxSplits(':', 1));
+    const absl::string_view key = absl::StripAsciiWhitespace(kv.first);
+    std::optional<uint32_t> num = ParseUint(absl::StripAsciiWhitespace(kv.second));
+    if (key.empty() || key == line || !num) {
+      return InvalidArgumentError(path + ": malformed line \"" + std::string(line) +
+                                  "\" (expected \"DeviceFileMinor: <n>\", \"DeviceFileMode: "
+                                  "<n>\", \"DeviceFileModify: <0|1>\")");
     }
-    if (!have_minor) {
-      return InvalidArgumentError(instance_file + ": no \"DeviceFileMinor: <n>\" line");
+    if (key == "DeviceFileMinor") {
+      out.minor = *num;
+      have_minor = true;
+    } else if (key == "DeviceFileMode") {
+      out.mode = *num & 07777;
     }
-    return out;
   }
-  if (!IsNotFound(text.status())) return text.status();
+  if (!have_minor) return InvalidArgumentError(path + ": no \"DeviceFileMinor: <n>\" line");
+  return out;
+}
 
-  // Fallback: the static table of every possible capability.
+// The static table: "<cap> <minor>" lines, e.g. "gpu0/gi2/ci0/access 28"
+// (/proc/driver/nvidia-caps/mig-minors, written by the driver at load).
+StatusOr<SpecBuilder::Capability> SpecBuilder::ReadMinorsTable(
+    const std::string& cap, const std::string& instance_file) const {
   const std::string minors_file = options_.proc_root + "/driver/nvidia-caps/mig-minors";
   StatusOr<std::string> table = reader_->ReadFile(minors_file);
   if (!table.ok()) {
@@ -125,17 +121,32 @@ StatusOr<SpecBuilder::Capability> SpecBuilder::ReadCapability(const std::string&
     }
     return table.status();
   }
-  for (const std::string& raw : Lines(*table)) {
-    const std::string line = Trim(raw);
+  for (absl::string_view line : StrippedLines(*table)) {
     const size_t sp = line.rfind(' ');
-    if (sp == std::string::npos || Trim(line.substr(0, sp)) != cap) continue;
+    if (sp == absl::string_view::npos || absl::StripAsciiWhitespace(line.substr(0, sp)) != cap) {
+      continue;
+    }
     std::optional<uint32_t> minor = ParseUint(line.substr(sp + 1));
-    if (!minor) return InvalidArgumentError(minors_file + ": malformed line \"" + line + "\"");
+    if (!minor) {
+      return InvalidArgumentError(minors_file + ": malformed line \"" + std::string(line) + "\"");
+    }
     return Capability{*minor, std::nullopt};
   }
   return NotFoundError("no minor for MIG capability " + cap + ": " + instance_file +
                        " does not exist and " + minors_file + " has no \"" + cap +
                        " <minor>\" line");
+}
+
+StatusOr<SpecBuilder::Capability> SpecBuilder::ReadCapability(const std::string& cap) const {
+  // cap = "gpu<m>/gi<G>[/ci<C>]/access"; its per-instance file lives under
+  // driver/nvidia/capabilities/gpu<m>/mig/gi<G>[/ci<C>]/access.
+  const size_t slash = cap.find('/');
+  const std::string instance_file = options_.proc_root + "/driver/nvidia/capabilities/" +
+                                    cap.substr(0, slash) + "/mig" + cap.substr(slash);
+  StatusOr<std::string> text = reader_->ReadFile(instance_file);
+  if (text.ok()) return ParseAccessFile(instance_file, *text);
+  if (!IsNotFound(text.status())) return text.status();
+  return ReadMinorsTable(cap, instance_file);
 }
 
 StatusOr<DeviceNode> SpecBuilder::StatNode(const std::string& name, bool* present) const {
@@ -161,7 +172,7 @@ StatusOr<DeviceNode> SpecBuilder::StatNode(const std::string& name, bool* presen
 }
 
 StatusOr<ContainerEdits> SpecBuilder::ReadCommonEdits() const {
-  if (options_.common_edits_from.empty()) return ContainerEdits{};
+  if (options_.common_edits_from.empty()) return options_.common_edits;
   const std::string& path = options_.common_edits_from;
   StatusOr<std::string> text = reader_->ReadFile(path);
   if (!text.ok()) {
@@ -173,26 +184,21 @@ StatusOr<ContainerEdits> SpecBuilder::ReadCommonEdits() const {
   return std::move(common.edits);
 }
 
-StatusOr<BuiltSpec> SpecBuilder::Build(const MigInstance& instance) const {
-  MIGD_RETURN_IF_ERROR(ValidateBuilderOptions(options_));
-  BuiltSpec out;
-  MIGD_ASSIGN_OR_RETURN(out.device_name, DeviceNameForMigUuid(instance.mig_uuid.value()));
-  out.qualified_name = options_.kind.QualifiedName(out.device_name);
-
-  const std::string gpu = "gpu" + std::to_string(instance.gpu_minor);
-  const std::string gi_cap = gpu + "/gi" + std::to_string(instance.gi_id.value()) + "/access";
-  const std::string ci_cap = gpu + "/gi" + std::to_string(instance.gi_id.value()) + "/ci" +
-                             std::to_string(instance.ci_id.value()) + "/access";
+StatusOr<Device> SpecBuilder::BuildDevice(const MigInstance& instance,
+                                          const std::string& name) const {
+  const std::string gi = "gpu" + std::to_string(instance.gpu_minor) + "/gi" +
+                         std::to_string(instance.gi_id.value());
   MIGD_ASSIGN_OR_RETURN(uint32_t caps_major, ReadCapsMajor());
-  MIGD_ASSIGN_OR_RETURN(Capability gi, ReadCapability(gi_cap));
-  MIGD_ASSIGN_OR_RETURN(Capability ci, ReadCapability(ci_cap));
-
+  MIGD_ASSIGN_OR_RETURN(Capability gi_cap, ReadCapability(gi + "/access"));
+  MIGD_ASSIGN_OR_RETURN(Capability ci_cap, ReadCapability(
+                                               gi + "/ci" + std::to_string(instance.ci_id.value()) +
+                                               "/access"));
   Device device;
-  device.name = out.device_name;
+  device.name = name;
   MIGD_ASSIGN_OR_RETURN(DeviceNode parent,
                         StatNode("nvidia" + std::to_string(instance.gpu_minor), nullptr));
   device.edits.device_nodes.push_back(std::move(parent));
-  for (const Capability* cap : {&gi, &ci}) {
+  for (const Capability* cap : {&gi_cap, &ci_cap}) {
     DeviceNode node;
     node.path = "/dev/nvidia-caps/nvidia-cap" + std::to_string(cap->minor);
     node.type = "c";
@@ -201,45 +207,65 @@ StatusOr<BuiltSpec> SpecBuilder::Build(const MigInstance& instance) const {
     node.file_mode = cap->mode;
     device.edits.device_nodes.push_back(std::move(node));
   }
+  return device;
+}
 
-  Spec& spec = out.spec;
-  spec.kind = options_.kind.ToString();
-  spec.edits.env.emplace_back(kVisibleDevicesVoid);
+StatusOr<ContainerEdits> SpecBuilder::BuildSpecEdits() const {
+  ContainerEdits edits;
+  edits.env.emplace_back(kVisibleDevicesVoid);
   for (const char* name : {"nvidiactl", "nvidia-uvm", "nvidia-uvm-tools"}) {
     MIGD_ASSIGN_OR_RETURN(DeviceNode node, StatNode(name, nullptr));
-    spec.edits.device_nodes.push_back(std::move(node));
+    edits.device_nodes.push_back(std::move(node));
   }
   bool modeset_present = false;
   MIGD_ASSIGN_OR_RETURN(DeviceNode modeset, StatNode("nvidia-modeset", &modeset_present));
-  if (modeset_present) spec.edits.device_nodes.push_back(std::move(modeset));
+  if (modeset_present) edits.device_nodes.push_back(std::move(modeset));
+  return edits;
+}
 
-  // Merge the common edits; fresh nodes from /dev win over a possibly stale
-  // base spec (NVIDIA/NemoClaw#4733), one NVIDIA_VISIBLE_DEVICES value only
-  // (cncf-tags/container-device-interface#41).
-  MIGD_ASSIGN_OR_RETURN(ContainerEdits common, ReadCommonEdits());
+namespace {
+
+void MergeCommonEdits(ContainerEdits common, const Device& device, ContainerEdits* edits) {
+  // Fresh nodes from /dev win over a possibly stale base spec, and there is
+  // one NVIDIA_VISIBLE_DEVICES value only (the CDI library applies env edits
+  // in order, so a second value would silently override "void").
   std::set<std::string> node_paths;
   for (const DeviceNode& n : device.edits.device_nodes) node_paths.insert(n.path);
-  for (const DeviceNode& n : spec.edits.device_nodes) node_paths.insert(n.path);
-  std::set<std::string> env(spec.edits.env.begin(), spec.edits.env.end());
+  for (const DeviceNode& n : edits->device_nodes) node_paths.insert(n.path);
+  std::set<std::string> env(edits->env.begin(), edits->env.end());
   for (std::string& e : common.env) {
     if (e.starts_with(kVisibleDevicesKey) || !env.insert(e).second) continue;
-    spec.edits.env.push_back(std::move(e));
+    edits->env.push_back(std::move(e));
   }
   for (DeviceNode& n : common.device_nodes) {
-    if (node_paths.insert(n.path).second) spec.edits.device_nodes.push_back(std::move(n));
+    if (node_paths.insert(n.path).second) edits->device_nodes.push_back(std::move(n));
   }
   std::set<std::string> mount_paths;
   for (Mount& m : common.mounts) {
-    if (mount_paths.insert(m.container_path).second) spec.edits.mounts.push_back(std::move(m));
+    if (mount_paths.insert(m.container_path).second) edits->mounts.push_back(std::move(m));
   }
-  for (Hook& h : common.hooks) spec.edits.hooks.push_back(std::move(h));
+  for (Hook& h : common.hooks) edits->hooks.push_back(std::move(h));
   for (uint32_t gid : common.additional_gids) {
-    if (std::find(spec.edits.additional_gids.begin(), spec.edits.additional_gids.end(), gid) ==
-        spec.edits.additional_gids.end()) {
-      spec.edits.additional_gids.push_back(gid);
+    if (std::find(edits->additional_gids.begin(), edits->additional_gids.end(), gid) ==
+        edits->additional_gids.end()) {
+      edits->additional_gids.push_back(gid);
     }
   }
+}
 
+}  // namespace
+
+StatusOr<BuiltSpec> SpecBuilder::Build(const MigInstance& instance) const {
+  MIGD_RETURN_IF_ERROR(ValidateBuilderOptions(options_));
+  BuiltSpec out;
+  MIGD_ASSIGN_OR_RETURN(out.device_name, DeviceNameForMigUuid(instance.mig_uuid.value()));
+  out.qualified_name = options_.kind.QualifiedName(out.device_name);
+  MIGD_ASSIGN_OR_RETURN(Device device, BuildDevice(instance, out.device_name));
+  Spec& spec = out.spec;
+  spec.kind = options_.kind.ToString();
+  MIGD_ASSIGN_OR_RETURN(spec.edits, BuildSpecEdits());
+  MIGD_ASSIGN_OR_RETURN(ContainerEdits common, ReadCommonEdits());
+  MergeCommonEdits(std::move(common), device, &spec.edits);
   spec.devices.push_back(std::move(device));
   spec.version = std::max(options_.min_version, MinimumVersion(spec)).ToString();
   Status valid = ValidateSpec(spec, options_.max_version);

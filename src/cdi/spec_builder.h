@@ -1,7 +1,8 @@
 // File: cdi/spec_builder.h
 //
-// SpecBuilder: builds the CDI spec of one MIG instance (reference/cdi.md §9,
-// requirements 4–6; mig-hardware.md §6). Reads the host at every call (never
+// SpecBuilder: builds the CDI spec of one MIG instance (device nodes and
+// capabilities as the NVIDIA MIG User Guide, "Device Nodes and Capabilities",
+// describes them). Reads the host at every call (never
 // caches majors or minors across a driver reload) through a HostReader:
 //
 //   device edits  /dev/nvidia<gpu minor>                   type/major/minor from stat of <devRoot>
@@ -11,8 +12,8 @@
 //                                                          file (fallback: nvidia-caps/mig-minors)
 //   spec edits    NVIDIA_VISIBLE_DEVICES=void; /dev/nvidiactl, /dev/nvidia-uvm,
 //                 /dev/nvidia-uvm-tools (required) and /dev/nvidia-modeset (if present), from
-//                 stat; then the containerEdits of `common_edits_from` (env, device nodes, mounts,
-//                 hooks, additionalGids), minus entries that duplicate ours.
+//                 stat; then the common edits — the containerEdits of `common_edits_from`, or
+//                 `common_edits` (cdi/common_edits.h) — minus entries that duplicate ours.
 //
 // cdiVersion = max(min_version, MinimumVersion(spec)); the spec must validate
 // at max_version (0.5.0 by default: readable by podman 4.3+, containerd 1.7.0+,
@@ -29,7 +30,9 @@
 #define MIGD_CDI_SPEC_BUILDER_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "base/ids.h"
 #include "base/status.h"
@@ -43,8 +46,9 @@ struct BuilderOptions {
   Kind kind;                          // cdi.vendor / cdi.class
   std::string proc_root = "/proc";    // where /proc/devices and driver/ are read
   std::string dev_root = "/dev";      // where device nodes are stat'ed
-  std::string common_edits_from;      // cdi.commonEditsFrom; "" = none
-  Version min_version = kVersion050;  // floor of cdiVersion (DESIGN.md §6)
+  std::string common_edits_from;      // a CDI spec file read at every Build; "" = none
+  ContainerEdits common_edits;        // used when common_edits_from is "" (e.g. generated)
+  Version min_version = kVersion050;  // floor of cdiVersion
   Version max_version = kVersion050;  // ceiling: an error above it
 };
 
@@ -87,7 +91,7 @@ class SpecBuilder {
   // The capability major: the "nvidia-caps" line of <proc_root>/devices.
   StatusOr<uint32_t> ReadCapsMajor() const;
 
-  // The spec-level edits of common_edits_from (empty edits when unset).
+  // The spec-level edits of common_edits_from, or common_edits when unset.
   StatusOr<ContainerEdits> ReadCommonEdits() const;
 
  private:
@@ -95,8 +99,16 @@ class SpecBuilder {
     uint32_t minor = 0;
     std::optional<uint32_t> mode;
   };
-  // `cap` is "gpu<m>/gi<G>[/ci<C>]/access".
+  // `cap` is "gpu<m>/gi<G>[/ci<C>]/access": the per-instance access file,
+  // else the static mig-minors table.
   StatusOr<Capability> ReadCapability(const std::string& cap) const;
+  StatusOr<Capability> ParseAccessFile(const std::string& path, const std::string& text) const;
+  StatusOr<Capability> ReadMinorsTable(const std::string& cap,
+                                       const std::string& instance_file) const;
+  // The device entry (parent GPU node, GI and CI capability nodes).
+  StatusOr<Device> BuildDevice(const MigInstance& instance, const std::string& name) const;
+  // The spec-level edits migd itself adds (control nodes, NVIDIA_VISIBLE_DEVICES=void).
+  StatusOr<ContainerEdits> BuildSpecEdits() const;
   StatusOr<DeviceNode> StatNode(const std::string& name, bool* present) const;
 
   BuilderOptions options_;

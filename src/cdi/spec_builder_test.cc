@@ -336,11 +336,11 @@ TEST_F(SpecBuilderTest, MissingUnreadableOrMalformedCommonSpec) {
   WriteFileOrDie(json, "{\"cdiVersion\": ");
   options_.common_edits_from = json;
   EXPECT_THAT(Build(), StatusIs(StatusCode::kInvalidArgument,
-                                ::testing::AllOf(HasSubstr(json), HasSubstr("malformed JSON"))));
+                                ::testing::AllOf(HasSubstr(json), HasSubstr("not valid JSON"))));
   WriteFileOrDie(json, R"({"cdiVersion":"0.5.0","kind":"nvidia.com/gpu","devices":[],
     "containerEdits":{"mounts":[{"hostPath":"/a","containerPath":"/a","bogus":1}]}})");
   EXPECT_THAT(Build(), StatusIs(StatusCode::kInvalidArgument,
-                                HasSubstr("$.containerEdits.mounts[0]: unknown field \"bogus\"")));
+                                HasSubstr("/containerEdits/mounts/0/bogus: unknown member")));
   WriteFileOrDie(json, R"({"cdiVersion":"0.5.0","kind":"nvidia.com/gpu","devices":[],
     "containerEdits":{"env":["=novalue"]}})");
   EXPECT_THAT(Build(), StatusIs(StatusCode::kInvalidArgument, HasSubstr("invalid env")));

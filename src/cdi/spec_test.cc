@@ -177,22 +177,33 @@ TEST(SpecTest, StrictParsing) {
     const char* want;
   };
   const Case cases[] = {
-      {R"({"cdiVersion":"0.5.0","kind":"a/b","devices":[],"extra":1})", "unknown field \"extra\""},
-      {R"({"kind":"a/b","devices":[]})", "$.cdiVersion: missing"},
-      {R"({"cdiVersion":"0.5.0","devices":[]})", "$.kind: missing"},
-      {R"({"cdiVersion":5,"kind":"a/b"})", "$.cdiVersion: expected a string"},
-      {R"({"cdiVersion":"0.5.0","kind":"a/b","containerEdits":{"intelRdt":{}}})", "not supported"},
+      {R"({"cdiVersion":"0.5.0","kind":"a/b","devices":[],"extra":1})",
+       "in.json: /extra: unknown member"},
+      {R"({"kind":"a/b","devices":[]})", "in.json: /cdiVersion: expected a string, got nothing"},
+      {R"({"cdiVersion":"0.5.0","devices":[]})", "in.json: /kind: expected a string, got nothing"},
+      {R"({"cdiVersion":"","kind":"a/b","devices":[]})",
+       "in.json: /cdiVersion: expected a CDI version such as \"0.5.0\", got \"\""},
+      {R"({"cdiVersion":5,"kind":"a/b"})", "in.json: /cdiVersion: expected a string, got 5"},
+      {R"({"cdiVersion":"0.5.0","kind":"a/b","containerEdits":{"intelRdt":{}}})",
+       "in.json: /containerEdits/intelRdt: not supported"},
       {R"({"cdiVersion":"0.5.0","kind":"a/b","containerEdits":{"netDevices":[]}})",
-       "not supported"},
+       "in.json: /containerEdits/netDevices: not supported"},
       {R"({"cdiVersion":"0.5.0","kind":"a/b","containerEdits":{"deviceNodes":[{"path":"/x","major":1.5}]}})",
-       "expected an integer"},
+       "/containerEdits/deviceNodes/0/major: expected an integer"},
       {R"({"cdiVersion":"0.5.0","kind":"a/b","containerEdits":{"deviceNodes":[{"path":"/x","uid":-1}]}})",
-       "out of range"},
+       "/containerEdits/deviceNodes/0/uid: expected a non-negative integer of at most 4294967295, "
+       "got -1"},
       {R"({"cdiVersion":"0.5.0","kind":"a/b","containerEdits":{"env":"A=b"}})",
-       "$.containerEdits.env: expected a list"},
+       "in.json: /containerEdits/env: expected an array, got \"A=b\""},
+      {R"({"cdiVersion":"0.5.0","kind":"a/b","containerEdits":{"env":["A=b",3]}})",
+       "in.json: /containerEdits/env/1: expected a string, got 3"},
       {R"({"cdiVersion":"0.5.0","kind":"a/b","containerEdits":{"additionalGids":[4294967296]}})",
-       "out of range"},
-      {"[1, 2]", "expected a CDI spec"},
+       "/containerEdits/additionalGids/0: expected a non-negative integer of at most 4294967295"},
+      {R"({"cdiVersion":"0.5.0","kind":"a/b","devices":[{"name":"x","annotations":[]}]})",
+       "in.json: /devices/0/annotations: expected an object, got an array"},
+      {R"({"cdiVersion":"0.5.0","kind":"a/b","devices":{}})",
+       "in.json: /devices: expected an array, got an object"},
+      {"[1, 2]", "in.json: the document: expected a CDI spec (a mapping), got an array"},
   };
   for (const Case& c : cases) {
     EXPECT_THAT(ParseSpecDocument(c.text, "in.json"),
@@ -210,7 +221,7 @@ TEST(SpecTest, HeaderIsLenient) {
   EXPECT_EQ(h.kind, "a/b");
   EXPECT_THAT(h.device_names, ::testing::ElementsAre("x"));
   EXPECT_THAT(ParseSpecHeader("{", "h.json"),
-              StatusIs(StatusCode::kInvalidArgument, HasSubstr("malformed JSON")));
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("h.json: not valid JSON")));
 }
 
 // Regression for fuzz/corpus/cdi_common_edits/regress-yaml-invalid-utf8: a

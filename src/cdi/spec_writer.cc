@@ -101,7 +101,7 @@ std::string SpecWriter::PathFor(std::string_view device) const {
   return options_.spec_dir + "/" + SpecFileName(options_.kind, device);
 }
 
-std::mutex& SpecWriter::LockFor(std::string_view device) const {
+Mutex& SpecWriter::LockFor(std::string_view device) const {
   return name_locks_[std::hash<std::string_view>()(device) % name_locks_.size()];
 }
 
@@ -143,9 +143,9 @@ Status SpecWriter::WriteUncounted(const BuiltSpec& built) {
   }
   const std::string file = SpecFileName(options_.kind, built.device_name);
   const std::string path = options_.spec_dir + "/" + file;
-  std::lock_guard<std::mutex> name_lock(LockFor(built.device_name));
+  MutexLock name_lock(&LockFor(built.device_name));
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     pending_removals_.erase(built.device_name);
   }
   MIGD_RETURN_IF_ERROR(MakeDirectories(options_.spec_dir, 0755));
@@ -169,7 +169,7 @@ StatusOr<VerifyResult> SpecWriter::VerifyUncounted(std::string_view device,
                                                    std::string_view expected) const {
   MIGD_RETURN_IF_ERROR(ValidateDeviceName(device));
   const std::string path = PathFor(device);
-  std::lock_guard<std::mutex> name_lock(LockFor(device));
+  MutexLock name_lock(&LockFor(device));
   StatusOr<std::string> text = ReadFileToString(path);
   if (!text.ok()) {
     if (IsNotFound(text.status())) return VerifyResult::kMissing;
@@ -192,7 +192,7 @@ Status SpecWriter::RemoveLockedUncounted(const std::string& device) {
     s = kind.status();
   } else if (*kind == EntryKind::kSymlink || *kind == EntryKind::kOther) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       pending_removals_.erase(device);
     }
     return FailedPreconditionError(
@@ -208,7 +208,7 @@ Status SpecWriter::RemoveLockedUncounted(const std::string& device) {
   if (s.ok() && options_.sync && *kind == EntryKind::kRegular) {
     s = SyncDirectory(options_.spec_dir);
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (s.ok()) {
     pending_removals_.erase(device);
   } else {
@@ -223,7 +223,7 @@ Status SpecWriter::Remove(std::string_view device) {
     return v;
   }
   const std::string name(device);
-  std::lock_guard<std::mutex> name_lock(LockFor(name));
+  MutexLock name_lock(&LockFor(name));
   return RemoveLocked(name);
 }
 
@@ -231,9 +231,9 @@ Status SpecWriter::RetryPendingRemovals() {
   std::vector<std::string> todo = PendingRemovals();
   Status first;
   for (const std::string& device : todo) {
-    std::lock_guard<std::mutex> name_lock(LockFor(device));
+    MutexLock name_lock(&LockFor(device));
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       if (!pending_removals_.contains(device)) continue;  // rewritten meanwhile
     }
     Status s = RemoveLocked(device);
@@ -248,12 +248,12 @@ void SpecWriter::CountOperation(std::string_view kind, const Status& status) con
   std::string result(StatusCodeName(status.code()));
   std::transform(result.begin(), result.end(), result.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  std::lock_guard<std::mutex> lock(counts_mu_);
+  MutexLock lock(&counts_mu_);
   ++op_counts_[{std::string(kind), std::move(result)}];
 }
 
 std::vector<OperationCount> SpecWriter::OperationCounts() const {
-  std::lock_guard<std::mutex> lock(counts_mu_);
+  MutexLock lock(&counts_mu_);
   std::vector<OperationCount> out;
   out.reserve(op_counts_.size());
   for (const auto& [key, n] : op_counts_) out.push_back({key.first, key.second, n});
@@ -261,7 +261,7 @@ std::vector<OperationCount> SpecWriter::OperationCounts() const {
 }
 
 std::vector<std::string> SpecWriter::PendingRemovals() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return {pending_removals_.begin(), pending_removals_.end()};
 }
 
@@ -284,7 +284,7 @@ StatusOr<SweepReport> SpecWriter::Sweep(const std::set<std::string>& live_device
     }
     std::optional<std::string> device = DeviceFromSpecFileName(options_.kind, name);
     if (!device) continue;
-    std::lock_guard<std::mutex> name_lock(LockFor(*device));
+    MutexLock name_lock(&LockFor(*device));
     MIGD_ASSIGN_OR_RETURN(EntryKind kind, Lstat(path));
     if (kind == EntryKind::kAbsent) continue;
     if (kind != EntryKind::kRegular) {

@@ -1,7 +1,7 @@
 // File: cdi/spec_writer.h
 //
 // SpecWriter: one CDI spec file per MIG instance in the dynamic spec
-// directory (DESIGN.md §6, reference/cdi.md §5–6 and requirements 1, 7–9):
+// directory (the CDI library's spec directories, pkg/cdi/spec-dirs.go):
 //
 //   <spec_dir>/<vendor>-<class>_<MIG UUID>.json
 //
@@ -32,13 +32,15 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <set>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include <absl/base/thread_annotations.h>
+
+#include "base/mutex.h"
 #include "base/status.h"
 #include "cdi/names.h"
 #include "cdi/spec_builder.h"
@@ -146,7 +148,8 @@ class SpecWriter {
   StatusOr<SweepReport> Sweep(const std::set<std::string>& live_devices);
 
  private:
-  std::mutex& LockFor(std::string_view device) const;
+  // The stripe lock of `device`: serialises the I/O on that device's file.
+  Mutex& LockFor(std::string_view device) const;
   // kAlreadyExists if a *.json/*.yaml file other than `own_file` defines
   // kind=device. Unreadable or unparsable files are skipped (the runtime
   // would drop them, not their devices' counterparts).
@@ -159,12 +162,13 @@ class SpecWriter {
   void CountOperation(std::string_view kind, const Status& status) const;
 
   const WriterOptions options_;
-  mutable std::array<std::mutex, 32> name_locks_;
-  mutable std::mutex mu_;
-  std::set<std::string> pending_removals_;  // GUARDED_BY(mu_)
-  mutable std::mutex counts_mu_;
+  mutable std::array<Mutex, 32> name_locks_;
+  mutable Mutex mu_;
+  std::set<std::string> pending_removals_ ABSL_GUARDED_BY(mu_);
+  mutable Mutex counts_mu_;
   // (kind, result) -> count.
-  mutable std::map<std::pair<std::string, std::string>, uint64_t> op_counts_;  // GUARDED_BY(counts_mu_)
+  mutable std::map<std::pair<std::string, std::string>, uint64_t> op_counts_
+      ABSL_GUARDED_BY(counts_mu_);
 };
 
 }  // namespace migd::cdi

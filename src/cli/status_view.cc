@@ -209,6 +209,10 @@ std::string RenderStatus(const migd::v1::ListResponse& list,
   if (status.simulated()) out += "  simulated";
   out += "  " + std::to_string(list.gpus_size()) + (list.gpus_size() == 1 ? " GPU" : " GPUs") +
          "\n";
+  if (!status.cdi_common_edits().empty()) {
+    out += "CDI driver edits: " + Printable(status.cdi_common_edits()) + "\n";
+  }
+  for (const std::string& w : status.warnings()) out += "WARNING: " + Printable(w) + "\n";
 
   std::map<uint32_t, const migd::v1::GpuStatus*> by_index;
   for (const migd::v1::GpuStatus& gs : status.gpus()) by_index[gs.gpu().index()] = &gs;

@@ -108,8 +108,11 @@ constexpr KeySpec kSchema[] = {
      .field = [](Config& c) -> FieldRef { return &c.cdi.common_edits_from; },
      .check = CheckAbsolutePathOrEmpty,
      .type_doc = "absolute path or `\"\"`",
-     .doc = "A CDI spec (e.g. from `nvidia-ctk cdi generate`) whose container edits (driver "
-            "libraries, hooks) are added to every spec."},
+     .doc = "A CDI spec (e.g. from `nvidia-ctk cdi generate`) whose spec-level container edits "
+            "(driver libraries, hooks) are added to every spec; migd refuses to start if it is "
+            "unusable. `\"\"`: detected — an `nvidia.com/gpu` spec in `/var/run/cdi` or "
+            "`/etc/cdi`, else `nvidia-ctk cdi generate` run once, else a startup warning "
+            "(operations.md §2.4)."},
     {.path = "cdi.procRoot",
      .type = KeyType::kString,
      .default_value = "/proc",

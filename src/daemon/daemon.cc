@@ -32,6 +32,7 @@
 #include "base/logging.h"
 #include "base/status.h"
 #include "base/status_macros.h"
+#include "cdi/common_edits.h"
 #include "cdi/host_reader.h"
 #include "cdi/publisher.h"
 #include "cdi/spec_writer.h"
@@ -41,6 +42,7 @@
 #include "daemon/config_validate.h"
 #include "daemon/k8s_wiring.h"
 #include "daemon/sim_host_reader.h"
+#include "daemon/simulation_paths.h"
 #include "driver/nvml/nvml_driver.h"
 #include "engine/cdi_observer.h"
 #include "engine/events.h"
@@ -108,15 +110,28 @@ struct Simulation {
   std::string proc_root;  // the sim's fake /proc (from its state file)
 };
 
-// Defaults that only make sense for root on a real node (/run/migd/state,
-// /run/migd, /var/run/cdi) are moved under the simulation directory unless
-// the file or a flag set them, so `migd --simulate X` runs unprivileged.
-void ApplySimulation(const Simulation& sim, Config* c) {
+// Which root-only paths the command line or the config file sets explicitly
+// (daemon/simulation_paths.h).
+ExplicitPaths ExplicitIn(const Flags& flags) {
+  ExplicitPaths e;
+  if (!flags.config_file.empty()) {
+    // The file already passed LoadConfigFile's checks; only presence matters.
+    if (StatusOr<std::string> text = ReadFileToString(flags.config_file); text.ok()) {
+      e = ExplicitPathsInConfig(*text);
+    }
+  }
+  e.state_dir = e.state_dir || flags.state_dir.has_value();
+  e.socket = e.socket || flags.socket.has_value();
+  e.spec_dir = e.spec_dir || flags.cdi_spec_dir.has_value();
+  return e;
+}
+
+// Under --simulate: the defaults that only make sense for root on a real
+// node move beside the simulator state unless set explicitly, and the CDI
+// proc root is the simulator's fake /proc.
+void ApplySimulation(const Simulation& sim, const ExplicitPaths& explicit_paths, Config* c) {
   if (!sim.enabled) return;
-  const Config defaults;
-  if (c->state_dir == defaults.state_dir) c->state_dir = sim.dir + "/state";
-  if (c->api.socket == defaults.api.socket) c->api.socket = sim.dir + "/api.socket";
-  if (c->cdi.spec_dir == defaults.cdi.spec_dir) c->cdi.spec_dir = sim.dir + "/cdi";
+  MoveDefaultsForSimulation(sim.dir, explicit_paths, c);
   if (!sim.proc_root.empty()) c->cdi.proc_root = sim.proc_root;
 }
 
@@ -131,7 +146,7 @@ StatusOr<Config> ReadConfig(const Flags& flags, const Simulation& sim) {
     MIGD_ASSIGN_OR_RETURN(config, LoadConfigFile(flags.config_file));
   }
   ApplyFlags(flags, &config);
-  ApplySimulation(sim, &config);
+  ApplySimulation(sim, ExplicitIn(flags), &config);
   const std::string source = flags.config_file.empty()
                                  ? std::string(kCommandLine)
                                  : flags.config_file + " (with command-line overrides)";
@@ -174,6 +189,9 @@ class Daemon {
   std::optional<Failure> SetUpSimulation();
   std::optional<Failure> SetUpStateDir();
   std::optional<Failure> ReadSimProcRoot();
+  // Where the driver's common edits come from (cdi/common_edits.h); fills
+  // `opts` and common_edits_, logs the source and every warning.
+  std::optional<Failure> SetUpCommonEdits(cdi::Options* opts);
   // Before recovery: the API-server client, the device plugin (serving and
   // registering), the owner source.
   std::optional<Failure> SetUpKubernetesEarly();
@@ -192,6 +210,7 @@ class Daemon {
   std::unique_ptr<store::RecordStore> store_;
   std::unique_ptr<driver::NvmlDriver> driver_;
   std::unique_ptr<cdi::HostReader> host_reader_;
+  cdi::CommonEdits common_edits_;
   std::unique_ptr<cdi::Publisher> publisher_;
   std::unique_ptr<engine::CdiObserver> cdi_observer_;
   api::EventHub hub_;
@@ -293,6 +312,44 @@ std::optional<Failure> Daemon::ReadSimProcRoot() {
   if (sim_.proc_root.empty()) {
     spdlog::warn("simulated machine has no fake /proc tree; CDI specs cannot be built{}",
                  Fields().Add("state", state));
+  }
+  return std::nullopt;
+}
+
+std::optional<Failure> Daemon::SetUpCommonEdits(cdi::Options* opts) {
+  if (!opts->enabled) return std::nullopt;  // no specs, nothing to add to them
+  cdi::CommonEditsOptions c;
+  c.explicit_path = config_.cdi.common_edits_from;
+  if (sim_.enabled) {
+    // A simulated node's driver files: under <simulation dir>/host/, never
+    // the host's (docs/simulator.md).
+    const std::string host = sim_.dir + "/host";
+    c.spec_dirs = {host + "/etc/cdi", host + "/var/run/cdi"};
+    c.nvidia_ctk = {host + "/usr/bin/nvidia-ctk"};
+  }
+  // Not *.json or *.yaml: the runtime does not load it as a spec.
+  c.cache_file = opts->spec_dir + "/.migd-common-edits";
+  if (StatusOr<driver::DriverVersions> v = driver_->GetVersions(); v.ok()) {
+    c.driver_version = v->driver;
+  }
+  c.max_version = opts->max_version;
+  StatusOr<cdi::CommonEdits> found =
+      cdi::CommonEditsResolver(std::move(c), host_reader_.get()).Resolve();
+  if (!found.ok()) {
+    return Failure{kExitConfig,
+                   "config " + ConfigSource(flags_) + ": " + std::string(found.status().message())};
+  }
+  common_edits_ = std::move(*found);
+  for (const std::string& w : common_edits_.warnings) {
+    spdlog::warn("CDI common edits: {}", w);
+  }
+  spdlog::info("CDI common edits{}",
+               Fields()
+                   .Add("source", cdi::CommonEditsSourceName(common_edits_.source))
+                   .Add("detail", common_edits_.summary));
+  opts->common_edits_from = common_edits_.path;
+  if (common_edits_.source == cdi::CommonEditsSource::kGenerated) {
+    opts->common_edits = common_edits_.edits;
   }
   return std::nullopt;
 }
@@ -434,6 +491,7 @@ std::optional<Failure> Daemon::Setup() {
   } else {
     host_reader_ = std::make_unique<cdi::OsHostReader>();
   }
+  if (auto f = SetUpCommonEdits(&cdi_opts)) return f;
   publisher_ = std::make_unique<cdi::Publisher>(cdi_opts, host_reader_.get());
   cdi_observer_ = std::make_unique<engine::CdiObserver>(publisher_.get());
 
@@ -493,6 +551,8 @@ std::optional<Failure> Daemon::Setup() {
   info.simulated = sim_.enabled;
   info.started = clock_.Now();
   info.boot_id = *boot;
+  info.cdi_common_edits = config_.cdi.enabled ? common_edits_.summary : "cdi disabled";
+  info.warnings = common_edits_.warnings;
   api::ServiceOptions sopts;
   sopts.cdi = cdi_observer_.get();
   sopts.cdi_enabled = config_.cdi.enabled;

@@ -165,6 +165,8 @@ func render(chartDir string, overrides []string) (map[string]string, error) {
 			return s
 		},
 		"trimSuffix": func(suf, s string) string { return strings.TrimSuffix(s, suf) },
+		"trimPrefix": func(pre, s string) string { return strings.TrimPrefix(s, pre) },
+		"list":       func(v ...interface{}) []interface{} { return v },
 		"contains":   func(sub, s string) bool { return strings.Contains(s, sub) },
 		"replace":    func(old, repl, s string) string { return strings.ReplaceAll(s, old, repl) },
 		"regexReplaceAll": func(re, s, repl string) string {
@@ -258,9 +260,10 @@ func main() {
 	flag.Var(&overrides, "values", "values file merged over the chart's values.yaml (repeatable)")
 	print := flag.Bool("print", false, "print the rendered manifests")
 	configFile := flag.String("config-out", "", "write the ConfigMap's migd.yaml to this file")
+	manifestsFile := flag.String("manifests-out", "", "write the rendered manifests (as -print) to this file")
 	flag.Parse()
 	if flag.NArg() != 1 {
-		fmt.Fprintln(os.Stderr, "usage: helmlite [-values FILE]... [-print] [-config-out FILE] CHART_DIR")
+		fmt.Fprintln(os.Stderr, "usage: helmlite [-values FILE]... [-print] [-config-out FILE] [-manifests-out FILE] CHART_DIR")
 		os.Exit(2)
 	}
 	rendered, err := render(flag.Arg(0), overrides)
@@ -268,14 +271,25 @@ func main() {
 		fmt.Fprintln(os.Stderr, "helmlite: render:", err)
 		os.Exit(1)
 	}
-	if *print {
-		keys := make([]string, 0, len(rendered))
-		for k := range rendered {
-			keys = append(keys, k)
+	// Like `helm template`: the .yaml templates only (not NOTES.txt).
+	var manifests strings.Builder
+	keys := make([]string, 0, len(rendered))
+	for k := range rendered {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if strings.HasSuffix(k, ".yaml") {
+			fmt.Fprintf(&manifests, "---\n# Source: %s\n%s\n", k, rendered[k])
 		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			fmt.Printf("---\n# Source: %s\n%s\n", k, rendered[k])
+	}
+	if *print {
+		fmt.Print(manifests.String())
+	}
+	if *manifestsFile != "" {
+		if err := os.WriteFile(*manifestsFile, []byte(manifests.String()), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "helmlite:", err)
+			os.Exit(1)
 		}
 	}
 	var config string

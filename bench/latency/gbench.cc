@@ -1,5 +1,5 @@
 // latency_gbench: Google Benchmark of the engine's allocation paths over
-// NvmlDriver and the simulated library at zero added latency (issue 9 §1).
+// NvmlDriver and the simulated library at zero added latency.
 // Counters: nvml_calls and fsyncs per operation. Percentiles come from
 // latency_bench; this binary gives the per-iteration CPU/real time that
 // --benchmark_repetitions and the usual Google Benchmark tooling expect.

@@ -62,38 +62,6 @@ HwOps HwOpsOf(const CallCounts& c) {
   return h;
 }
 
-LatencyModel LatencyModel::Zero() { return LatencyModel{}; }
-
-LatencyModel LatencyModel::Assumed() {
-  LatencyModel m;
-  m.name = "assumed";
-  m.ms = {{"nvmlDeviceCreateGpuInstanceWithPlacement", 1000},
-          {"nvmlDeviceCreateGpuInstance", 1000},
-          {"nvmlGpuInstanceCreateComputeInstance", 500},
-          {"nvmlGpuInstanceCreateComputeInstanceWithPlacement", 500},
-          {"nvmlComputeInstanceDestroy", 200},
-          {"nvmlGpuInstanceDestroy", 300}};
-  return m;
-}
-
-std::string LatencyModel::EnvValue() const {
-  std::string s;
-  for (const auto& [f, v] : ms) {
-    if (!s.empty()) s += ",";
-    s += f + "=" + std::to_string(v);
-  }
-  return s;
-}
-
-double LatencyModel::ModeledMs(const CallCounts& delta) const {
-  double t = 0;
-  for (const auto& [k, v] : delta) {
-    auto it = ms.find(k.first);
-    if (it != ms.end()) t += static_cast<double>(v) * it->second;
-  }
-  return t;
-}
-
 Status CountingFileOps::WriteFileAtomically(const std::string& path, std::string_view data,
                                             const AtomicWriteOptions& options) {
   ++writes_;
@@ -184,8 +152,8 @@ Status Rig::OpenAll() {
   so.file_ops = file_ops_.get();
   MIGD_ASSIGN_OR_RETURN(store_,
                         store::RecordStore::Open(records_root_ + "/records", EngineClock(), so));
-  MIGD_ASSIGN_OR_RETURN(mgr_, engine::Manager::Create(options_.manager, *driver_, *store_,
-                                                      EngineClock(), owners_));
+  MIGD_ASSIGN_OR_RETURN(
+      mgr_, engine::Manager::Create(options_.manager, *driver_, *store_, EngineClock(), owners_));
   return OkStatus();
 }
 
@@ -198,8 +166,8 @@ StatusOr<std::chrono::nanoseconds> Rig::RestartManager() {
   so.file_ops = file_ops_.get();
   MIGD_ASSIGN_OR_RETURN(store_,
                         store::RecordStore::Open(records_root_ + "/records", EngineClock(), so));
-  MIGD_ASSIGN_OR_RETURN(mgr_, engine::Manager::Create(options_.manager, *driver_, *store_,
-                                                      EngineClock(), owners_));
+  MIGD_ASSIGN_OR_RETURN(
+      mgr_, engine::Manager::Create(options_.manager, *driver_, *store_, EngineClock(), owners_));
   return sw.Elapsed();
 }
 

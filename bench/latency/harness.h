@@ -1,6 +1,6 @@
 // File: bench/latency/harness.h
 //
-// The rig of the latency benchmark (issue 9): engine::Manager over the
+// The rig of the latency benchmark: engine::Manager over the
 // production driver::NvmlDriver loaded against the simulator's
 // libnvidia-ml-sim.so, with a record store on disk, exactly as migd runs it
 // minus the gRPC server and the CDI observer. Everything a benchmark mode
@@ -8,14 +8,11 @@
 // loader's own per-function counters), record-store writes and fsyncs
 // (CountingFileOps) and a latency model for the simulated library.
 //
-// Latency model. MIGD_SIM_LATENCY_MS makes the simulator sleep in each named
-// NVML function (docs/simulator.md §2). No GI/CI create/destroy latency has
-// been published (shared/reference/mig-hardware.md §5.17 [U], hardware check
-// 17); LatencyModel::Assumed() encodes the assumption documented in
-// docs/benchmarks/latency.md. Because the rig runs one operation at a time,
-// the wall time of an operation under the model is its zero-latency wall time
-// plus the sum of the model's latency over the NVML calls it made
-// (ModeledMs); the ops mode checks that identity against real sleeps.
+// Latency model (latency_model.h). MIGD_SIM_LATENCY_MS makes the simulator
+// sleep in each named NVML function (docs/simulator.md §2). Because the rig
+// runs one operation at a time, the wall time of an operation under a model
+// is its zero-latency wall time plus the model's cost over the NVML calls it
+// made (ModeledMs); the ops mode checks that identity against real sleeps.
 //
 // Benchmark only (bench/ is not linked into migd).
 //
@@ -35,6 +32,7 @@
 
 #include "base/clock.h"
 #include "base/status.h"
+#include "bench/latency/latency_model.h"
 #include "driver/nvml/nvml_driver.h"
 #include "engine/manager.h"
 #include "engine/owner_source.h"
@@ -43,8 +41,6 @@
 
 namespace migd::bench::latency {
 
-// (function, result) -> count; as driver::sim_testing::CallCounts.
-using CallCounts = std::map<std::pair<std::string, std::string>, uint64_t>;
 CallCounts ToCounts(const std::vector<driver::NvmlCallCount>& rows);
 // after − before, per key (keys whose count did not change are dropped).
 CallCounts Delta(const CallCounts& before, const CallCounts& after);
@@ -57,23 +53,6 @@ struct HwOps {
 };
 HwOps HwOpsOf(const CallCounts& c);
 
-// Per-function sleeps of the simulated library, in milliseconds.
-struct LatencyModel {
-  std::string name = "zero";
-  std::map<std::string, int> ms;
-
-  static LatencyModel Zero();
-  // The documented assumption (docs/benchmarks/latency.md §Latency model):
-  // GI create 1000 ms, CI create 500 ms (a create: 1.5 s, the figure HAMi's
-  // PR #2910 quotes), CI destroy 200 ms, GI destroy 300 ms; queries 0.
-  static LatencyModel Assumed();
-  // "nvmlGpuInstanceDestroy=300,..." (the MIGD_SIM_LATENCY_MS syntax); empty
-  // for the zero model.
-  std::string EnvValue() const;
-  // Σ calls × latency over `delta`, in milliseconds.
-  double ModeledMs(const CallCounts& delta) const;
-};
-
 // Record-store FileOps that counts what the store does to the disk, and can
 // turn fsync off (to measure what the fsyncs cost).
 class CountingFileOps final : public store::FileOps {
@@ -85,8 +64,8 @@ class CountingFileOps final : public store::FileOps {
   Status SyncDirectory(const std::string& dir) override;
 
   struct Counts {
-    uint64_t writes = 0;      // atomic record writes
-    uint64_t fsyncs = 0;      // file fsyncs + directory fsyncs actually done or asked for
+    uint64_t writes = 0;  // atomic record writes
+    uint64_t fsyncs = 0;  // file fsyncs + directory fsyncs actually done or asked for
     uint64_t removes = 0;
   };
   Counts counts() const;
@@ -117,8 +96,8 @@ class SimEnv {
 };
 
 struct RigOptions {
-  std::string library;           // path of libnvidia-ml-sim.so.1
-  std::string base_dir = "/tmp"; // where the record store's directory is made
+  std::string library;            // path of libnvidia-ml-sim.so.1
+  std::string base_dir = "/tmp";  // where the record store's directory is made
   // Where the simulator's state file lives (empty: base_dir). The simulator
   // rewrites it (write + rename) at every mutating NVML call, which a real
   // driver does not do; on ext4 each rename-over forces a data writeback
@@ -127,13 +106,13 @@ struct RigOptions {
   std::string sim_dir;
   std::string gpus = "h100-80gb:1";
   LatencyModel latency = LatencyModel::Zero();
-  bool store_sync = true;        // production: fsync every record write
+  bool store_sync = true;  // production: fsync every record write
   // The engine's clock stands still (a FakeClock) instead of the real one:
   // timestamps (created_at, last_used_at) then tie the same way on any
   // machine speed, so policy comparisons are deterministic (used by
   // RunPolicy; no policy there uses an idle TTL).
   bool frozen_clock = false;
-  engine::ManagerOptions manager; // boot_id filled in by the rig
+  engine::ManagerOptions manager;  // boot_id filled in by the rig
 };
 
 // One simulated machine, one NVML session, one record store, one Manager.

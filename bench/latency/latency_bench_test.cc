@@ -1,8 +1,8 @@
 // The latency benchmark's quick sizes, checked by counts (NVML calls, GI/CI
 // operations, instances), never by times.
-#include <filesystem>
-
 #include <gtest/gtest.h>
+
+#include <filesystem>
 
 #include "base/logging.h"
 #include "bench/latency/harness.h"
@@ -32,14 +32,24 @@ const OpResult& Find(const std::vector<OpResult>& rows, const std::string& op) {
   return rows.front();
 }
 
+LatencyModel Model(const std::string& name) {
+  auto models = LoadLatencyModels(MIGD_LATENCY_MODELS);
+  EXPECT_TRUE(models.ok()) << models.status();
+  auto m = FindLatencyModel(models.ok() ? *models : std::vector<LatencyModel>{}, name);
+  EXPECT_TRUE(m.ok()) << m.status();
+  return m.ok() ? *m : LatencyModel::Zero();
+}
+
 TEST(LatencyModelTest, EnvValueAndProjection) {
   EXPECT_EQ(LatencyModel::Zero().EnvValue(), "");
-  const LatencyModel m = LatencyModel::Assumed();
-  EXPECT_NE(m.EnvValue().find("nvmlGpuInstanceDestroy=300"), std::string::npos);
+  const LatencyModel hami = Model("hami-claim");
+  EXPECT_NE(hami.EnvValue().find("nvmlGpuInstanceCreateComputeInstance=500"), std::string::npos);
   CallCounts c = {{{"nvmlDeviceCreateGpuInstanceWithPlacement", "SUCCESS"}, 1},
                   {{"nvmlGpuInstanceCreateComputeInstance", "SUCCESS"}, 1},
                   {{"nvmlDeviceGetUUID", "SUCCESS"}, 3}};
-  EXPECT_EQ(m.ModeledMs(c), 1500.0);
+  EXPECT_EQ(hami.ModeledMs(c), 1500.0);
+  EXPECT_EQ(hami.CreateMs(), 1500.0);
+  EXPECT_EQ(hami.DestroyMs(), 0.0);
   EXPECT_EQ(Total(c), 5u);
   EXPECT_EQ(Calls(c, "nvmlDeviceGetUUID"), 3u);
   const HwOps h = HwOpsOf(c);
@@ -69,7 +79,7 @@ TEST(PolicyNameTest, RoundTripAndUnknown) {
 }
 
 TEST(LatencyBenchTest, OpsTakeTheirPathsWithExactNvmlBudgets) {
-  auto rows = RunOps(Base(), LatencyModel::Zero(), LatencyModel::Assumed(), {20, 5, 5});
+  auto rows = RunOps(Base(), LatencyModel::Zero(), {20, 5, 5});
   ASSERT_TRUE(rows.ok()) << rows.status();
   const OpResult& reuse = Find(*rows, "reuse");
   EXPECT_EQ(reuse.nvml_calls_max, 0u);  // goal: ≤ 2
@@ -82,7 +92,8 @@ TEST(LatencyBenchTest, OpsTakeTheirPathsWithExactNvmlBudgets) {
   EXPECT_EQ(create.hw.gi_creates, 5u);
   EXPECT_EQ(create.hw.ci_creates, 5u);
   // The projection adds exactly one GI + one CI create per create.
-  EXPECT_GE(create.modeled.p50, 1500.0);
+  EXPECT_GE(create.Modeled(Model("hami-claim")).p50, 1500.0);
+  EXPECT_LT(create.Modeled(Model("hami-claim")).p50, 1500.0 + create.wall.max + 1e-9);
   const OpResult& reclaim = Find(*rows, "reclaim+create");
   EXPECT_EQ(reclaim.nvml_calls, 12.0);  // destroy 5 + create 7
   EXPECT_EQ(reclaim.hw.gi_destroys, 5u);
@@ -97,7 +108,7 @@ TEST(LatencyBenchTest, ChurnDestroyOnReleaseCreatesMoreThanTwiceLazy) {
   ASSERT_EQ(w.ops.size(), 1200u);
   std::map<Policy, PolicyResult> r;
   for (Policy p : AllPolicies()) {
-    auto res = RunPolicy(Base(), w, p, LatencyModel::Assumed());
+    auto res = RunPolicy(Base(), w, p);
     ASSERT_TRUE(res.ok()) << PolicyName(p) << ": " << res.status();
     r[p] = *res;
   }
@@ -118,19 +129,20 @@ TEST(LatencyBenchTest, ChurnDestroyOnReleaseCreatesMoreThanTwiceLazy) {
   for (const auto& [p, res] : r) {
     EXPECT_EQ(res.allocations + res.failures, 600u) << PolicyName(p);
     EXPECT_EQ(res.wall_ms.size(), res.allocations);
+    EXPECT_EQ(res.alloc_calls.size(), res.allocations);
+    EXPECT_EQ(res.failed_ids.size(), res.failures);
   }
 }
 
 TEST(LatencyBenchTest, AlibabaWorkloadFromTheTrace) {
-  const std::string csv = std::string(MIGD_SOURCE_DIR) +
-                          "/../shared/data/alibaba-gpu-v2023/openb_pod_list_default.csv";
+  const std::string csv =
+      std::string(MIGD_SOURCE_DIR) + "/../shared/data/alibaba-gpu-v2023/openb_pod_list_default.csv";
   if (!std::filesystem::exists(csv)) GTEST_SKIP() << csv << " not present";
   auto w = AlibabaWorkload({csv, 50, 2, 0.9, 1});
   ASSERT_TRUE(w.ok()) << w.status();
   EXPECT_EQ(w->ops.size(), 100u);
   EXPECT_EQ(w->gpus, "h100-80gb:2");
-  EXPECT_EQ(AlibabaWorkload({"/nonexistent.csv", 50, 2, 0.9, 1}).status().code() ==
-                StatusCode::kOk,
+  EXPECT_EQ(AlibabaWorkload({"/nonexistent.csv", 50, 2, 0.9, 1}).status().code() == StatusCode::kOk,
             false);
 }
 

@@ -193,8 +193,21 @@ StatusOr<engine::Allocation> WholeGpuAllocate(engine::Manager& mgr,
 
 }  // namespace
 
-StatusOr<PolicyResult> RunPolicy(const RigOptions& base, const Workload& w, Policy p,
-                                 const LatencyModel& model) {
+std::vector<double> PolicyResult::ReadyMs(const LatencyModel& model) const {
+  std::vector<double> out;
+  out.reserve(wall_ms.size());
+  for (size_t i = 0; i < wall_ms.size(); ++i)
+    out.push_back(wall_ms[i] + model.ModeledMs(alloc_calls[i]));
+  return out;
+}
+
+double PolicyResult::CreatesPer1000() const {
+  if (allocations == 0) return 0;
+  return 1000.0 * static_cast<double>(request_ops.gi_creates + background_ops.gi_creates) /
+         static_cast<double>(allocations);
+}
+
+StatusOr<PolicyResult> RunPolicy(const RigOptions& base, const Workload& w, Policy p) {
   RigOptions o = base;
   o.gpus = w.gpus;
   o.latency = LatencyModel::Zero();
@@ -233,24 +246,24 @@ StatusOr<PolicyResult> RunPolicy(const RigOptions& base, const Workload& w, Poli
       const CallCounts before = rig->Counts();
       const auto disk_before = rig->DiskCounts();
       Stopwatch sw;
-      StatusOr<engine::Allocation> a = p == Policy::kWholeGpu
-                                           ? WholeGpuAllocate(mgr, req, &temp_seq)
-                                           : mgr.Allocate(req);
+      StatusOr<engine::Allocation> a =
+          p == Policy::kWholeGpu ? WholeGpuAllocate(mgr, req, &temp_seq) : mgr.Allocate(req);
       const double wall = sw.Ms();
       const CallCounts d = Delta(before, rig->Counts());
       Add(res.request_ops, HwOpsOf(d));
       if (!a.ok()) {
         if (a.status().code() != StatusCode::kResourceExhausted) {
           return Status(a.status().code(), res.policy + " on " + w.name + ", " + rid + ": " +
-                                                std::string(a.status().message()));
+                                               std::string(a.status().message()));
         }
         ++res.failures;
+        res.failed_ids.insert(op.id);
         continue;
       }
       ++res.allocations;
       res.allocate_nvml_calls += Total(d);
       res.wall_ms.push_back(wall);
-      res.ready_ms.push_back(wall + model.ModeledMs(d));
+      res.alloc_calls.push_back(d);
       bool reuse_only = true;
       for (const auto& s : a->stages) {
         ++res.stages[std::string(planner::StageName(s))];

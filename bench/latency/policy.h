@@ -1,6 +1,6 @@
 // File: bench/latency/policy.h
 //
-// The side-by-side part of the latency benchmark (issue 9 §2): one workload
+// The side-by-side part of the latency benchmark: one workload
 // (a sequence of allocate / release operations) played against the same
 // engine::Manager and simulated NVML library under four policies:
 //
@@ -24,8 +24,8 @@
 // calls and GI/CI operations are reported apart from the request path.
 //
 // Time to ready = wall time of the allocation (whole-gpu: including the
-// layout re-creation) with the simulator at zero latency, plus the latency
-// model over the NVML calls it made (harness.h).
+// layout re-creation) with the simulator at zero latency, plus a latency
+// model over the NVML calls it made (PolicyResult::ReadyMs).
 //
 // Thread-safety: plain functions.
 #ifndef MIGD_BENCH_LATENCY_POLICY_H_
@@ -33,6 +33,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -60,7 +61,7 @@ struct Workload {
 struct ChurnSpec {
   int allocations = 2000;  // total allocations (steady + bursts)
   uint64_t seed = 1;
-  bool bursts = true;      // false: the steady part only ("churn-steady")
+  bool bursts = true;  // false: the steady part only ("churn-steady")
 };
 // Churn on 2 × H100-80GB: Poisson arrivals (0.7/s) of short-lived pods (mean
 // 5 s, exponential) asking 1g.10gb / 2g.20gb / 3g.40gb with weights 6/3/1,
@@ -69,9 +70,9 @@ struct ChurnSpec {
 Workload ChurnWorkload(const ChurnSpec& spec);
 
 struct TraceWorkloadSpec {
-  std::string csv;          // openb_pod_list_*.csv
-  int allocations = 2000;   // pods taken from the trace
-  int gpus = 4;             // H100-80GB
+  std::string csv;         // openb_pod_list_*.csv
+  int allocations = 2000;  // pods taken from the trace
+  int gpus = 4;            // H100-80GB
   double load = 0.9;
   uint64_t seed = 1;
 };
@@ -87,29 +88,36 @@ std::vector<Policy> AllPolicies();
 struct PolicyResult {
   std::string workload;
   std::string policy;
-  uint64_t allocations = 0;   // successful
-  uint64_t failures = 0;      // kResourceExhausted (skipped, with their release)
+  uint64_t allocations = 0;                // successful
+  uint64_t failures = 0;                   // kResourceExhausted (skipped, with their release)
+  std::set<int64_t> failed_ids;            // the allocations of `failures`
   std::map<std::string, uint64_t> stages;  // reuse / free / reclaim, per instance
-  std::vector<double> wall_ms;     // per successful allocation, zero latency
-  std::vector<double> ready_ms;    // wall + latency model
+  std::vector<double> wall_ms;             // per successful allocation, zero latency
+  std::vector<CallCounts> alloc_calls;     // its NVML calls (same order)
   // GI/CI operations on the request path (allocations and releases).
   HwOps request_ops;
   // GI/CI operations of the reconciler passes (warm pool, drift checks).
   HwOps background_ops;
-  uint64_t allocate_nvml_calls = 0;    // over successful allocations
+  uint64_t allocate_nvml_calls = 0;  // over successful allocations
   uint64_t release_nvml_calls = 0;
   uint64_t background_nvml_calls = 0;
   uint64_t reconcile_passes = 0;
   uint64_t record_fsyncs_per_reuse_sum = 0;  // fsyncs over reuse-only allocations
   uint64_t reuse_only_allocations = 0;
   double run_s = 0;
+
+  // Time to ready per successful allocation under `model`: wall + the
+  // model's cost over the allocation's NVML calls.
+  std::vector<double> ReadyMs(const LatencyModel& model) const;
+  // GI creates on the request path and in the background, per 1,000
+  // successful allocations.
+  double CreatesPer1000() const;
 };
 
 // Plays `w` under `p` on a fresh rig (`base` gives library, dir, sync;
 // gpus and warm pool come from `w` and `p`). Errors other than
 // kResourceExhausted from the engine abort the run.
-StatusOr<PolicyResult> RunPolicy(const RigOptions& base, const Workload& w, Policy p,
-                                 const LatencyModel& model);
+StatusOr<PolicyResult> RunPolicy(const RigOptions& base, const Workload& w, Policy p);
 
 }  // namespace migd::bench::latency
 

@@ -10,7 +10,8 @@ namespace {
 
 // Samples of one operation kind.
 struct Samples {
-  std::vector<double> wall, modeled;
+  std::vector<double> wall;
+  std::vector<CallCounts> deltas;
   uint64_t calls = 0, calls_max = 0, fsyncs = 0;
   HwOps hw;
   std::string stage_check;
@@ -18,7 +19,7 @@ struct Samples {
 
 // Times `fn` on `rig`, adds one sample to `s`.
 template <typename F>
-Status Measure(Rig& rig, const LatencyModel& model, Samples& s, F&& fn) {
+Status Measure(Rig& rig, Samples& s, F&& fn) {
   const CallCounts before = rig.Counts();
   const uint64_t fs = rig.DiskCounts().fsyncs;
   Stopwatch sw;
@@ -27,9 +28,7 @@ Status Measure(Rig& rig, const LatencyModel& model, Samples& s, F&& fn) {
   const CallCounts d = Delta(before, rig.Counts());
   const uint64_t n = Total(d);
   s.wall.push_back(wall);
-  // Under a real-sleep model the wall time already holds the sleeps and
-  // `model` is Zero; at zero latency `model` projects the sleeps.
-  s.modeled.push_back(wall + model.ModeledMs(d));
+  s.deltas.push_back(d);
   s.calls += n;
   s.calls_max = std::max(s.calls_max, n);
   s.fsyncs += rig.DiskCounts().fsyncs - fs;
@@ -58,7 +57,8 @@ OpResult Finish(const std::string& op, const LatencyModel& sleep, bool sync, con
   r.model = sleep.name;
   r.store_sync = sync;
   r.wall = Summarize(s.wall);
-  r.modeled = Summarize(s.modeled);
+  r.wall_ms = s.wall;
+  r.calls = s.deltas;
   const double n = s.wall.empty() ? 1 : static_cast<double>(s.wall.size());
   r.nvml_calls = static_cast<double>(s.calls) / n;
   r.nvml_calls_max = s.calls_max;
@@ -70,12 +70,18 @@ OpResult Finish(const std::string& op, const LatencyModel& sleep, bool sync, con
 
 }  // namespace
 
+Summary OpResult::Modeled(const LatencyModel& m) const {
+  std::vector<double> ms;
+  ms.reserve(wall_ms.size());
+  for (size_t i = 0; i < wall_ms.size(); ++i) ms.push_back(wall_ms[i] + m.ModeledMs(calls[i]));
+  return Summarize(std::move(ms));
+}
+
 StatusOr<std::vector<OpResult>> RunOps(const RigOptions& base, const LatencyModel& sleep,
-                                       const LatencyModel& projection, const OpsSpec& spec) {
+                                       const OpsSpec& spec) {
   RigOptions o = base;
   o.gpus = "h100-80gb:1";
   o.latency = sleep;
-  const LatencyModel& model = projection;
   MIGD_ASSIGN_OR_RETURN(std::unique_ptr<Rig> rig, Rig::Open(o));
   engine::Manager& mgr = rig->mgr();
   const mig::Placement p3g{4, 4};
@@ -95,7 +101,7 @@ StatusOr<std::vector<OpResult>> RunOps(const RigOptions& base, const LatencyMode
   Samples create;
   for (int i = 0; i < spec.create_reps; ++i) {
     const std::string r = id("create");
-    MIGD_RETURN_IF_ERROR(Measure(*rig, model, create, [&]() -> Status {
+    MIGD_RETURN_IF_ERROR(Measure(*rig, create, [&]() -> Status {
       MIGD_ASSIGN_OR_RETURN(engine::Allocation a, mgr.Allocate(OneInstance(r, "1g.10gb")));
       return ExpectStage(a, planner::Stage::kFree, create);
     }));
@@ -112,11 +118,11 @@ StatusOr<std::vector<OpResult>> RunOps(const RigOptions& base, const LatencyMode
   }
   for (int i = 0; i < spec.reuse_reps; ++i) {
     const std::string r = id("reuse");
-    MIGD_RETURN_IF_ERROR(Measure(*rig, model, reuse, [&]() -> Status {
+    MIGD_RETURN_IF_ERROR(Measure(*rig, reuse, [&]() -> Status {
       MIGD_ASSIGN_OR_RETURN(engine::Allocation a, mgr.Allocate(OneInstance(r, "1g.10gb")));
       return ExpectStage(a, planner::Stage::kReuse, reuse);
     }));
-    MIGD_RETURN_IF_ERROR(Measure(*rig, model, release, [&] { return mgr.Release(r); }));
+    MIGD_RETURN_IF_ERROR(Measure(*rig, release, [&] { return mgr.Release(r); }));
   }
   MIGD_RETURN_IF_ERROR(mgr.Reclaim({}).status());
 
@@ -130,7 +136,7 @@ StatusOr<std::vector<OpResult>> RunOps(const RigOptions& base, const LatencyMode
     MIGD_RETURN_IF_ERROR(mgr.Allocate(OneInstance(idle, "3g.40gb", 0, p3g)).status());
     MIGD_RETURN_IF_ERROR(mgr.Release(idle));
     const std::string r = id("reclaim");
-    MIGD_RETURN_IF_ERROR(Measure(*rig, model, reclaim, [&]() -> Status {
+    MIGD_RETURN_IF_ERROR(Measure(*rig, reclaim, [&]() -> Status {
       MIGD_ASSIGN_OR_RETURN(engine::Allocation a, mgr.Allocate(OneInstance(r, "2g.20gb")));
       return ExpectStage(a, planner::Stage::kReclaim, reclaim);
     }));
@@ -157,9 +163,9 @@ StatusOr<RecoveryResult> RunRecovery(const RigOptions& base, int gpus, int reps)
   for (int g = 0; g < gpus; ++g) {
     for (uint32_t s = 0; s < 7; ++s) {
       const std::string r = "g" + std::to_string(g) + "s" + std::to_string(s);
-      MIGD_RETURN_IF_ERROR(mgr.Allocate(OneInstance(r, "1g.10gb", static_cast<uint32_t>(g),
-                                                    mig::Placement{s, 1}))
-                               .status());
+      MIGD_RETURN_IF_ERROR(
+          mgr.Allocate(OneInstance(r, "1g.10gb", static_cast<uint32_t>(g), mig::Placement{s, 1}))
+              .status());
       if (s >= 4) MIGD_RETURN_IF_ERROR(mgr.Release(r));
     }
   }
@@ -178,8 +184,8 @@ StatusOr<RecoveryResult> RunRecovery(const RigOptions& base, int gpus, int reps)
   std::map<std::string, uint64_t> by_fn;
   for (const auto& [k, v] : per) by_fn[k.first] += v;
   for (const auto& [f, v] : by_fn) {
-    res.nvml_by_function += (res.nvml_by_function.empty() ? "" : ", ") + f + " " +
-                            std::to_string(v);
+    res.nvml_by_function +=
+        (res.nvml_by_function.empty() ? "" : ", ") + f + " " + std::to_string(v);
   }
   const auto& sum = rig->mgr().recovery_summary();
   res.instances = static_cast<int>(sum.active + sum.idle);

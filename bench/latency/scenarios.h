@@ -1,8 +1,8 @@
 // File: bench/latency/scenarios.h
 //
-// The per-operation and recovery parts of the latency benchmark (issue 9 §1,
-// §3, §4), engine-level: engine::Manager over NvmlDriver and the simulated
-// library, one operation at a time.
+// The per-operation, recovery and footprint parts of the latency benchmark,
+// engine-level: engine::Manager over NvmlDriver and the simulated library,
+// one operation at a time.
 //
 //   RunOps       (a) reuse of an Idle instance, (b) create in free space,
 //                (c) reclaim-then-create, (d) release, on one H100-80GB:
@@ -30,50 +30,54 @@
 namespace migd::bench::latency {
 
 struct OpsSpec {
-  int reuse_reps = 2000;    // reuse and release
-  int create_reps = 200;    // create in free space
-  int reclaim_reps = 200;   // reclaim-then-create
+  int reuse_reps = 2000;   // reuse and release
+  int create_reps = 200;   // create in free space
+  int reclaim_reps = 200;  // reclaim-then-create
 };
 
 struct OpResult {
-  std::string op;           // "reuse", "create", "reclaim+create", "release"
-  std::string model;        // the simulator's (sleeping) latency model
+  std::string op;     // "reuse", "create", "reclaim+create", "release"
+  std::string model;  // the simulator's (sleeping) latency model
   bool store_sync = true;
-  Summary wall;             // measured, ms
-  Summary modeled;          // wall + projection model over the op's NVML calls, ms
-  double nvml_calls = 0;    // per operation (mean)
+  Summary wall;                   // measured, ms
+  std::vector<double> wall_ms;    // per repetition
+  std::vector<CallCounts> calls;  // per repetition: its NVML calls
+  double nvml_calls = 0;          // per operation (mean)
   uint64_t nvml_calls_max = 0;
   double fsyncs = 0;        // record-store fsyncs per operation (mean)
   HwOps hw;                 // total over the reps
   std::string stage_check;  // the stage the engine reported ("" if as expected)
+
+  // wall + `model` over each repetition's NVML calls (use with a zero-latency
+  // run; a sleeping run already holds its model in `wall`).
+  Summary Modeled(const LatencyModel& model) const;
 };
 
 // Runs the four operations on "h100-80gb:1" with the simulator sleeping
-// per `sleep` (a fresh rig); `projection` is added per operation over its
-// NVML calls (use it with sleep = Zero, and Zero with a sleeping model).
-// kInternal if an operation does not take the expected path.
+// per `sleep` (a fresh rig). kInternal if an operation does not take the
+// expected path.
 StatusOr<std::vector<OpResult>> RunOps(const RigOptions& base, const LatencyModel& sleep,
-                                       const LatencyModel& projection, const OpsSpec& spec);
+                                       const OpsSpec& spec);
 
 struct RecoveryResult {
   int gpus = 0;
-  int instances = 0;          // tracked after recovery (Active + Idle)
-  Summary create_ms;          // store open + Manager::Create
-  uint64_t nvml_calls = 0;    // per Manager::Create
+  int instances = 0;        // tracked after recovery (Active + Idle)
+  Summary create_ms;        // store open + Manager::Create
+  uint64_t nvml_calls = 0;  // per Manager::Create
   std::string nvml_by_function;
-  double full_restart_ms = 0; // NVML session open + store + Manager::Create
+  double full_restart_ms = 0;  // NVML session open + store + Manager::Create
   uint64_t full_restart_nvml_calls = 0;
 };
 
 StatusOr<RecoveryResult> RunRecovery(const RigOptions& base, int gpus, int reps);
 
 struct FootprintResult {
-  uint64_t rss_kb_before = 0;          // process, before the rig
-  uint64_t rss_kb_idle = 0;            // with an 8-GPU Manager, 56 instances
-  uint64_t heap_rig_bytes = 0;         // heap held by driver + store + Manager
-  uint64_t heap_planner_bytes = 0;     // heap kept after one Plan per GPU and profile
-  uint64_t heap_after_1000_allocs = 0; // growth over 1000 reuse allocations/releases
-  double cpu_s_per_1000_reuse = 0;     // CPU seconds per 1000 allocate+release (reuse)
+  uint64_t rss_kb_before = 0;           // process, before the rig
+  uint64_t rss_kb_idle = 0;             // with an 8-GPU Manager, 56 instances
+  uint64_t heap_rig_bytes = 0;          // heap held by driver + store + Manager
+  uint64_t heap_planner_bytes = 0;      // heap kept after one Plan per GPU and profile
+  uint64_t heap_after_1000_allocs = 0;  // growth over 1000 reuse allocations/releases
+  double cpu_s_per_1000_reuse = 0;      // CPU seconds per 1000 allocate+release (reuse)
 };
 
 StatusOr<FootprintResult> RunFootprint(const RigOptions& base);

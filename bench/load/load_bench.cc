@@ -1,12 +1,19 @@
-// load_bench: many concurrent clients against the real daemon (issue 8 §6).
+// load_bench: many concurrent clients against the real daemon.
 //
-// Starts `migd --simulate` as a child process (state dir, CDI dir and the
-// simulator's state file under --dir, /dev/shm by default: the shared disk's
-// fsync would dominate the numbers), then runs --clients threads, each with
-// its own gRPC channel (its own connection) over the unix socket, each doing
-// --ops operations drawn from a fixed mix (Allocate, Allocate replay, Release
-// by request id or by MIG UUID, List, GetStatus, Plan, Reclaim). Reports
-// throughput and p50/p99/max latency per operation as the client sees it.
+// Starts `migd --simulate` as a child process (CDI dir, socket and the
+// simulator's state file under --dir, /dev/shm by default; migd's stateDir
+// under --state-parent, default --dir: tmpfs or a disk directory), then runs
+// --clients threads, each with its own gRPC channel (its own connection)
+// over the unix socket, each doing --ops operations:
+//   --mode mixed   drawn from a fixed mix (Allocate, Allocate replay, Release
+//                  by request id or by MIG UUID, List, GetStatus, Plan,
+//                  Reclaim);
+//   --mode cycles  allocate+release cycles of one instance of the first
+//                  --profiles entry (after the first cycle of each client,
+//                  served by reuse unless another client holds every Idle
+//                  one): the reuse throughput of the node.
+// Reports throughput and p50/p99/max latency per operation as the client
+// sees it.
 //
 // Invariants, checked while running and at the end (exit 1 on a violation):
 //   - a MIG UUID is never handed to two allocations at once (a global
@@ -22,8 +29,10 @@
 //
 // A benchmark, not a test: nothing here asserts a time. Method and results
 // are in docs/benchmarks/load.md.
+#include <absl/strings/str_split.h>
 #include <fmt/format.h>
 #include <grpcpp/grpcpp.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -45,6 +54,8 @@
 #include <tuple>
 #include <vector>
 
+#include "base/status.h"
+#include "base/status_macros.h"
 #include "migd/v1/migd.grpc.pb.h"
 #include "testing/daemon_process.h"
 
@@ -259,6 +270,54 @@ void RunClient(const ClientConfig& cfg, Shared* shared, std::array<OpStats, kOps
   // Leave the holdings in place: the end-of-run check compares them with List.
 }
 
+// --mode cycles: Allocate then Release, --ops times; the holdings check
+// every grant as in the mixed mode.
+void RunCycleClient(const ClientConfig& cfg, Shared* shared, std::array<OpStats, kOps>* stats,
+                    std::atomic<uint64_t>* reuses) {
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  auto stub = v1::MigManager::NewStub(
+      grpc::CreateCustomChannel("unix:" + cfg.socket, grpc::InsecureChannelCredentials(), args));
+  auto timed = [&](Op op, auto&& call) {
+    const auto t0 = Clock::now();
+    grpc::Status s = call();
+    (*stats)[op].ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+    if (s.ok()) {
+      ++(*stats)[op].ok;
+    } else if (s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED && op == kAllocate) {
+      ++(*stats)[op].exhausted;
+    } else {
+      ++(*stats)[op].errors;
+      shared->Error(kOpNames[op], s);
+    }
+    return s;
+  };
+  for (int i = 0; i < cfg.ops; ++i) {
+    const std::string id = fmt::format("cycle-c{}-{}", cfg.index, i);
+    v1::AllocateRequest req;
+    req.set_request_id(id);
+    req.mutable_owner()->set_opaque_id(fmt::format("client-{}", cfg.index));
+    req.add_instances()->set_profile(cfg.profiles.front());
+    v1::AllocateResponse resp;
+    grpc::ClientContext actx;
+    if (!timed(kAllocate, [&] { return stub->Allocate(&actx, req, &resp); }).ok()) continue;
+    const std::vector<std::string> uuids = UuidsOf(resp);
+    std::string why;
+    if (uuids.size() != 1)
+      shared->Violation(id + ": " + std::to_string(uuids.size()) + " instances");
+    if (!shared->holdings.Acquire(id, uuids, &why)) shared->Violation(why);
+    if (resp.instances_size() == 1 && resp.instances(0).path() == v1::ALLOCATION_PATH_REUSE) {
+      reuses->fetch_add(1, std::memory_order_relaxed);
+    }
+    shared->holdings.Drop(uuids);  // before the Release (see Holdings)
+    v1::ReleaseRequest rel;
+    rel.set_request_id(id);
+    v1::ReleaseResponse rresp;
+    grpc::ClientContext rctx;
+    timed(kReleaseId, [&] { return stub->Release(&rctx, rel, &rresp); });
+  }
+}
+
 double Percentile(std::vector<double>& v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -337,74 +396,56 @@ void CheckEnd(v1::MigManager::Stub* stub, const std::string& sim_state, Shared* 
   }
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{"migd load benchmark: concurrent clients over the gRPC socket (simulated NVML)"};
+struct Flags {
   std::string migd = MIGD_BINARY;
   std::string dir = "/dev/shm";
+  std::string state_parent;  // "" = dir
   std::string gpus = "h100-80gb:16";
   std::string profiles_csv = "1g.10gb,1g.20gb,2g.20gb,3g.40gb";
+  std::string mode = "mixed";
   std::string out_md = "-";
   int clients = 32, ops = 10000;
   uint64_t seed = 1;
   bool quick = false;
-  app.add_option("--migd", migd, "migd binary");
-  app.add_option("--dir", dir, "where the state dir, CDI dir, socket and simulator state live");
-  app.add_option("--gpus", gpus, "migd --simulate spec (at most 32 GPUs)");
-  app.add_option("--profiles", profiles_csv, "profiles the clients ask for (comma list)");
-  app.add_option("--clients", clients)->check(CLI::Range(1, 1024));
-  app.add_option("--ops", ops, "operations per client")->check(CLI::Range(1, 10000000));
-  app.add_option("--seed", seed);
-  app.add_option("--out-md", out_md, "Markdown results ('-' = stdout)");
-  app.add_flag("--quick", quick, "32 clients x 300 operations (overrides --ops)");
-  CLI11_PARSE(app, argc, argv);
-  if (quick) ops = 300;
-  std::vector<std::string> profiles;
-  {
-    std::stringstream ss(profiles_csv);
-    for (std::string p; std::getline(ss, p, ',');) {
-      if (!p.empty()) profiles.push_back(p);
-    }
-  }
+};
 
-  std::string tmpl = dir + "/migd-load-XXXXXX";
-  if (mkdtemp(tmpl.data()) == nullptr) {
-    std::cerr << "load_bench: mkdtemp under " << dir << " failed\n";
-    return 1;
+struct Run {
+  std::string tmpl;        // --dir scratch (socket, CDI, simulator)
+  std::string state_tmpl;  // stateDir's parent scratch
+  std::string socket, sim_state;
+  std::unique_ptr<migd::testing::DaemonProcess> daemon;
+};
+
+migd::Status StartDaemon(const Flags& f, Run* run) {
+  run->tmpl = f.dir + "/migd-load-XXXXXX";
+  run->state_tmpl = (f.state_parent.empty() ? f.dir : f.state_parent) + "/migd-load-state-XXXXXX";
+  std::error_code ec;
+  if (!f.state_parent.empty()) std::filesystem::create_directories(f.state_parent, ec);
+  if (mkdtemp(run->tmpl.data()) == nullptr || mkdtemp(run->state_tmpl.data()) == nullptr) {
+    return migd::InternalError("mkdtemp under " + f.dir + " / " + f.state_parent + " failed");
   }
-  const std::string socket = tmpl + "/api.socket";
-  const std::string sim_state = tmpl + "/sim/state.json";
+  run->socket = run->tmpl + "/api.socket";
+  run->sim_state = run->tmpl + "/sim/state.json";
   migd::testing::DaemonOptions opts;
-  opts.binary = migd;
-  opts.args = {
-      "--simulate",       gpus, "--socket",       socket,       "--state-dir", tmpl + "/state",
-      "--metrics-listen", "",   "--cdi-spec-dir", tmpl + "/cdi"};
-  opts.env = {{"MIGD_SIM_STATE", sim_state}, {"MIGD_SIM_PROC_ROOT", tmpl + "/proc"}};
-  opts.socket_path = socket;
-  auto daemon = migd::testing::DaemonProcess::Start(opts, tmpl);
-  if (!daemon.ok()) {
-    std::cerr << "load_bench: " << daemon.status() << "\n";
-    return 1;
-  }
+  opts.binary = f.migd;
+  opts.args = {"--simulate",       f.gpus,
+               "--socket",         run->socket,
+               "--state-dir",      run->state_tmpl + "/state",
+               "--metrics-listen", "",
+               "--cdi-spec-dir",   run->tmpl + "/cdi"};
+  opts.env = {{"MIGD_SIM_STATE", run->sim_state}, {"MIGD_SIM_PROC_ROOT", run->tmpl + "/proc"}};
+  opts.socket_path = run->socket;
+  MIGD_ASSIGN_OR_RETURN(run->daemon, migd::testing::DaemonProcess::Start(opts, run->tmpl));
+  return migd::OkStatus();
+}
 
-  Shared shared;
-  std::vector<std::array<OpStats, kOps>> per(static_cast<size_t>(clients));
-  std::vector<std::thread> threads;
-  const auto t0 = Clock::now();
-  for (int c = 0; c < clients; ++c) {
-    ClientConfig cfg{c, ops, seed * 1000003 + static_cast<uint64_t>(c), socket, profiles};
-    threads.emplace_back(
-        [cfg, &shared, &per, c] { RunClient(cfg, &shared, &per[static_cast<size_t>(c)]); });
-  }
-  for (auto& t : threads) t.join();
-  const double wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
-
+// Release everything, reclaim everything: the GPUs must end empty; migd
+// must exit 0 on SIGTERM.
+void FinalChecks(Run& run, Shared* shared) {
   auto stub = v1::MigManager::NewStub(
-      grpc::CreateChannel("unix:" + socket, grpc::InsecureChannelCredentials()));
-  CheckEnd(stub.get(), sim_state, &shared);
-  // Release everything, reclaim everything: the GPUs must end empty.
-  for (const auto& [uuid, id] : shared.holdings.Snapshot()) {
+      grpc::CreateChannel("unix:" + run.socket, grpc::InsecureChannelCredentials()));
+  CheckEnd(stub.get(), run.sim_state, shared);
+  for (const auto& [uuid, id] : shared->holdings.Snapshot()) {
     (void)uuid;
     v1::ReleaseRequest req;
     req.set_request_id(id);
@@ -412,66 +453,134 @@ int main(int argc, char** argv) {
     grpc::ClientContext ctx;
     grpc::Status s = stub->Release(&ctx, req, &resp);
     if (!s.ok() && s.error_code() != grpc::StatusCode::NOT_FOUND) {
-      shared.Violation("final release of " + id + ": " + s.error_message());
+      shared->Violation("final release of " + id + ": " + s.error_message());
     }
   }
-  {
-    v1::ReclaimRequest req;
-    v1::ReclaimResponse resp;
-    grpc::ClientContext ctx;
-    grpc::Status s = stub->Reclaim(&ctx, req, &resp);
-    std::set<LiveCi> live;
-    std::string err;
-    if (!s.ok()) {
-      shared.Violation("final Reclaim: " + s.error_message());
-    } else if (!SimLayout(sim_state, &live, &err) || !live.empty()) {
-      shared.Violation(fmt::format("after release + reclaim the simulator still has {} CIs {}",
-                                   live.size(), err));
-    }
+  v1::ReclaimRequest req;
+  v1::ReclaimResponse resp;
+  grpc::ClientContext ctx;
+  grpc::Status s = stub->Reclaim(&ctx, req, &resp);
+  std::set<LiveCi> live;
+  std::string err;
+  if (!s.ok()) {
+    shared->Violation("final Reclaim: " + s.error_message());
+  } else if (!SimLayout(run.sim_state, &live, &err) || !live.empty()) {
+    shared->Violation(
+        fmt::format("after release + reclaim the simulator still has {} CIs {}", live.size(), err));
   }
-  const migd::testing::DaemonExit exit = (*daemon)->Stop();
-  if (exit.exit_code != 0) shared.Violation("migd exit code " + std::to_string(exit.exit_code));
+  const migd::testing::DaemonExit exit = run.daemon->Stop();
+  if (exit.exit_code != 0) shared->Violation("migd exit code " + std::to_string(exit.exit_code));
+}
 
-  std::array<OpStats, kOps> total;
-  for (const auto& p : per) {
-    for (int o = 0; o < kOps; ++o) total[o].Merge(p[o]);
-  }
+std::string FsType(const std::string& dir) {
+  struct statfs st {};
+  if (::statfs(dir.c_str(), &st) != 0) return "?";
+  if (st.f_type == 0x01021994) return "tmpfs";
+  if (st.f_type == 0xEF53) return "ext4";
+  return fmt::format("0x{:x}", static_cast<uint64_t>(st.f_type));
+}
+
+// The tables; returns the number of unexpected errors.
+uint64_t Report(const Flags& f, const Run& run, const std::array<OpStats, kOps>& total_in,
+                double wall_s, uint64_t reuses, const Shared& shared, std::ostringstream& md) {
+  std::array<OpStats, kOps> total = total_in;
   uint64_t n_all = 0, errors = 0;
-  std::ostringstream md;
-  md << fmt::format("### {} clients x {} operations, migd --simulate {}, seed {}\n\n", clients, ops,
-                    gpus, seed);
+  md << fmt::format("### {}: {} clients x {} {}, migd --simulate {}, stateDir on {}, seed {}\n\n",
+                    f.mode, f.clients, f.ops, f.mode == "cycles" ? "cycles" : "operations", f.gpus,
+                    FsType(run.state_tmpl), f.seed);
   md << "| operation | calls | ok | RESOURCE_EXHAUSTED | other errors | p50 ms | p99 ms | max ms "
         "|\n"
      << "|---|---|---|---|---|---|---|---|\n";
   for (int o = 0; o < kOps; ++o) {
     OpStats& s = total[o];
+    if (s.ms.empty()) continue;
     n_all += s.ms.size();
     errors += s.errors;
-    const double max = s.ms.empty() ? 0 : *std::max_element(s.ms.begin(), s.ms.end());
+    const double max = *std::max_element(s.ms.begin(), s.ms.end());
     md << fmt::format("| {} | {} | {} | {} | {} | {:.3f} | {:.3f} | {:.3f} |\n", kOpNames[o],
                       s.ms.size(), s.ok, s.exhausted, s.errors, Percentile(s.ms, 0.50),
                       Percentile(s.ms, 0.99), max);
   }
-  md << fmt::format(
-      "\nTotal: {} operations in {:.2f} s = **{:.0f} ops/s**; unexpected errors: "
-      "{}; invariant violations: {}.\n",
-      n_all, wall_s, static_cast<double>(n_all) / wall_s, errors, shared.violations.size());
+  if (f.mode == "cycles") {
+    const uint64_t cycles = total[kReleaseId].ok;
+    md << fmt::format(
+        "\nTotal: {} allocate+release cycles in {:.2f} s = **{:.0f} cycles/s** ({} of {} "
+        "allocations served by reuse); unexpected errors: {}; invariant violations: {}.\n",
+        cycles, wall_s, static_cast<double>(cycles) / wall_s, reuses, total[kAllocate].ok, errors,
+        shared.violations.size());
+  } else {
+    md << fmt::format(
+        "\nTotal: {} operations in {:.2f} s = **{:.0f} ops/s**; unexpected errors: "
+        "{}; invariant violations: {}.\n",
+        n_all, wall_s, static_cast<double>(n_all) / wall_s, errors, shared.violations.size());
+  }
   for (const std::string& e : shared.error_samples) md << "- error: " << e << "\n";
   for (size_t i = 0; i < shared.violations.size() && i < 20; ++i) {
     md << "- VIOLATION: " << shared.violations[i] << "\n";
   }
-  if (out_md == "-") {
-    std::cout << md.str();
-  } else {
-    std::ofstream(out_md) << md.str();
-    std::cout << md.str();
+  return errors;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"migd load benchmark: concurrent clients over the gRPC socket (simulated NVML)"};
+  Flags f;
+  app.add_option("--migd", f.migd, "migd binary");
+  app.add_option("--dir", f.dir, "where the CDI dir, socket and simulator state live (tmpfs)");
+  app.add_option("--state-parent", f.state_parent, "where migd's stateDir lives (default --dir)");
+  app.add_option("--gpus", f.gpus, "migd --simulate spec (at most 32 GPUs)");
+  app.add_option("--profiles", f.profiles_csv, "profiles the clients ask for (comma list)");
+  app.add_option("--mode", f.mode, "mixed or cycles")->check(CLI::IsMember({"mixed", "cycles"}));
+  app.add_option("--clients", f.clients)->check(CLI::Range(1, 1024));
+  app.add_option("--ops", f.ops, "operations (cycles) per client")->check(CLI::Range(1, 10000000));
+  app.add_option("--seed", f.seed);
+  app.add_option("--out-md", f.out_md, "Markdown results ('-' = stdout)");
+  app.add_flag("--quick", f.quick, "300 operations per client (overrides --ops)");
+  CLI11_PARSE(app, argc, argv);
+  if (f.quick) f.ops = 300;
+  std::vector<std::string> profiles = absl::StrSplit(f.profiles_csv, ',', absl::SkipEmpty());
+  if (profiles.empty()) return std::cerr << "load_bench: --profiles is empty\n", 2;
+
+  Run run;
+  if (migd::Status st = StartDaemon(f, &run); !st.ok()) {
+    std::cerr << "load_bench: " << st << "\n";
+    return 1;
   }
+  Shared shared;
+  std::atomic<uint64_t> reuses{0};
+  std::vector<std::array<OpStats, kOps>> per(static_cast<size_t>(f.clients));
+  std::vector<std::thread> threads;
+  const auto t0 = Clock::now();
+  for (int c = 0; c < f.clients; ++c) {
+    ClientConfig cfg{c, f.ops, f.seed * 1000003 + static_cast<uint64_t>(c), run.socket, profiles};
+    auto* stats = &per[static_cast<size_t>(c)];
+    if (f.mode == "cycles") {
+      threads.emplace_back(
+          [cfg, &shared, stats, &reuses] { RunCycleClient(cfg, &shared, stats, &reuses); });
+    } else {
+      threads.emplace_back([cfg, &shared, stats] { RunClient(cfg, &shared, stats); });
+    }
+  }
+  for (auto& t : threads) t.join();
+  const double wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  FinalChecks(run, &shared);
+
+  std::array<OpStats, kOps> total;
+  for (const auto& p : per) {
+    for (int o = 0; o < kOps; ++o) total[o].Merge(p[o]);
+  }
+  std::ostringstream md;
+  const uint64_t errors = Report(f, run, total, wall_s, reuses.load(), shared, md);
+  if (f.out_md != "-") std::ofstream(f.out_md) << md.str();
+  std::cout << md.str();
   const bool failed = !shared.violations.empty() || errors != 0;
+  std::error_code ec;
   if (failed) {
-    std::cerr << "load_bench: FAILED; migd log kept in " << tmpl << "\n";
+    std::cerr << "load_bench: FAILED; migd log kept in " << run.tmpl << "\n";
   } else {
-    std::error_code ec;
-    std::filesystem::remove_all(tmpl, ec);
+    std::filesystem::remove_all(run.tmpl, ec);
   }
+  std::filesystem::remove_all(run.state_tmpl, ec);
   return failed ? 1 : 0;
 }

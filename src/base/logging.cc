@@ -1,11 +1,14 @@
 #include "base/logging.h"
 
 #include <spdlog/fmt/ostr.h>
-#include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
+#include <cstdlib>
 #include <memory>
 #include <utility>
+
+#include "base/log_writer.h"
 
 namespace migd {
 namespace {
@@ -16,7 +19,15 @@ namespace {
 // creator (seen by ThreadSanitizer when a gRPC thread logs first).
 [[maybe_unused]] const bool kDefaultLoggerCreated = spdlog::default_logger_raw() != nullptr;
 
+// exit(3) runs this before spdlog's registry (constructed before main) is
+// destroyed, so the logger is still there to flush.
+void FlushAtExit() { FlushLogs(); }
+
 }  // namespace
+
+void FlushLogs() {
+  if (spdlog::logger* l = spdlog::default_logger_raw(); l != nullptr) l->flush();
+}
 
 Status InitLogging(const LogOptions& options) {
   spdlog::level::level_enum level = spdlog::level::from_str(options.level);
@@ -25,12 +36,14 @@ Status InitLogging(const LogOptions& options) {
     return InvalidArgumentError("unknown log level '" + options.level +
                                 "' (want trace, debug, info, warn, error, critical or off)");
   }
-  spdlog::sink_ptr sink;
-  if (options.to_stderr) {
-    sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
-  } else {
-    sink = std::make_shared<spdlog::sinks::stdout_sink_mt>();
+  if (options.flush_interval < std::chrono::milliseconds::zero()) {
+    return InvalidArgumentError("log flush interval must not be negative");
   }
+  static const bool kAtExit = std::atexit(FlushAtExit) == 0;
+  (void)kAtExit;
+  spdlog::sink_ptr sink =
+      std::make_shared<LogWriter>(options.to_stderr ? STDERR_FILENO : STDOUT_FILENO,
+                                  LogWriter::Options{.interval = options.flush_interval});
   // Built directly rather than with spdlog::stderr_logger_mt("migd"): that one
   // registers the name and throws if it exists, so a second InitLogging (a
   // reload, another test) would throw. set_default_logger replaces the entry.

@@ -4,20 +4,27 @@
 // a short human sentence followed by stable key=value fields:
 //   2026-11-29T07:32:10.123Z info instance created gpu=GPU-… gi=3 ci=0 mig=MIG-…
 //
+// Lines go through a LogWriter (base/log_writer.h): info and below are
+// written in batches by a writer thread, at most `flush_interval` after they
+// were logged; warn and above are written before the call returns. Nothing
+// is lost at exit(3), spdlog::shutdown() or FlushLogs(); a SIGKILL loses at
+// most the last interval's info lines.
+//
 // Example:
 //   migd::InitLogging({.level = "info"});
 //   spdlog::info("instance created {}", migd::Fields().Add("gpu", uuid).Add("gi", 3));
 //
-// Thread-safety: InitLogging must be called before other threads log; Fields
-// is a value type.
+// Thread-safety: InitLogging must be called before other threads log;
+// FlushLogs is thread-safe; Fields is a value type.
 #ifndef MIGD_BASE_LOGGING_H_
 #define MIGD_BASE_LOGGING_H_
 
+#include <fmt/format.h>
+
+#include <chrono>
 #include <sstream>
 #include <string>
 #include <string_view>
-
-#include <fmt/format.h>
 
 #include "base/status.h"
 
@@ -28,10 +35,16 @@ struct LogOptions {
   std::string level = "info";
   // Log to stderr (true) or stdout.
   bool to_stderr = true;
+  // Longest time an info line waits in memory before it is written.
+  std::chrono::milliseconds flush_interval{50};
 };
 
-// Configures the default spdlog logger. kInvalidArgument for an unknown level.
+// Configures the default spdlog logger (a new LogWriter on fd 2 or 1; the
+// previous one writes what it holds). kInvalidArgument for an unknown level.
 Status InitLogging(const LogOptions& options);
+
+// Writes every buffered line of the default logger before returning.
+void FlushLogs();
 
 // Builds " key=value key2=value2"; values with spaces, quotes or '=' are
 // double-quoted with escapes, so the line stays machine-parseable.

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <spdlog/spdlog.h>
 
+#include <chrono>
+#include <cstdlib>
 #include <sstream>
 #include <string>
 
@@ -37,6 +39,42 @@ TEST(InitLoggingTest, SetsTheLevelAndMayBeCalledAgain) {
   EXPECT_EQ(spdlog::default_logger()->level(), spdlog::level::off);
 }
 
+// Lines still buffered are written at exit(3) and by spdlog::shutdown(), not
+// only by the writer's timer (an hour here) or a warn.
+TEST(InitLoggingDeathTest, ExitWritesBufferedInfoLines) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        if (!InitLogging({.level = "info", .flush_interval = std::chrono::hours(1)}).ok()) {
+          std::_Exit(3);
+        }
+        spdlog::info("buffered until exit");
+        std::exit(0);
+      },
+      ::testing::ExitedWithCode(0), "buffered until exit");
+}
+
+TEST(InitLoggingDeathTest, ShutdownWritesBufferedInfoLines) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        if (!InitLogging({.level = "info", .flush_interval = std::chrono::hours(1)}).ok()) {
+          std::_Exit(3);
+        }
+        spdlog::info("buffered until shutdown");
+        spdlog::shutdown();
+        std::_Exit(0);  // no exit handlers: only shutdown can have written it
+      },
+      ::testing::ExitedWithCode(0), "buffered until shutdown");
+}
+
+TEST(InitLoggingTest, FlushLogsWritesAndANegativeIntervalIsRefused) {
+  EXPECT_THAT(InitLogging({.flush_interval = std::chrono::milliseconds(-1)}),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("interval")));
+  ASSERT_THAT(InitLogging({.level = "info"}), IsOk());
+  FlushLogs();  // nothing buffered: a no-op
+}
+
 TEST(FieldsTest, PlainValues) {
   Fields f;
   f.Add("gpu", "GPU-1").Add("gi", 3).Add("placement", "4:4");
@@ -67,7 +105,13 @@ TEST(FieldsTest, EscapesControlCharacters) {
   EXPECT_EQ(Fields().Add("file", std::string("nul\0byte", 8)).str(), " file=\"nul\\x00byte\"");
   EXPECT_EQ(Fields().Add("file", "del\x7f").str(), " file=\"del\\x7f\"");
   // UTF-8 passes through unquoted.
-  EXPECT_EQ(Fields().Add("owner", "gr\xc3\xbc\xc3\x9f" "e").str(), " owner=gr\xc3\xbc\xc3\x9f" "e");
+  EXPECT_EQ(Fields()
+                .Add("owner",
+                     "gr\xc3\xbc\xc3\x9f"
+                     "e")
+                .str(),
+            " owner=gr\xc3\xbc\xc3\x9f"
+            "e");
 }
 
 TEST(FieldsTest, FormatsWithFmtAndStreams) {

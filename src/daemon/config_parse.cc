@@ -143,7 +143,7 @@ class Parser {
     if (!node.IsMap()) {
       return path.empty() ? InvalidArgumentError("config " + source_ +
                                                  ": the top level must be a mapping of keys (e.g. "
-                                                 "\"stateDir: /var/lib/migd\"), got " +
+                                                 "\"stateDir: /run/migd/state\"), got " +
                                                  KindOf(node))
                           : Error(path, "expected a mapping of keys, got " + KindOf(node));
     }

@@ -32,7 +32,7 @@ TEST(ConfigParseTest, EmptyFileGivesDefaults) {
 
 TEST(ConfigParseTest, DefaultsAreTheDocumentedOnes) {
   const Config c;
-  EXPECT_EQ(c.state_dir, "/var/lib/migd");
+  EXPECT_EQ(c.state_dir, "/run/migd/state");  // tmpfs: records live for one boot
   EXPECT_EQ(c.api.socket, "/run/migd/api.socket");
   EXPECT_EQ(c.api.socket_mode, 0600u);
   EXPECT_EQ(c.metrics.listen, "127.0.0.1:9400");

@@ -23,13 +23,17 @@ constexpr std::string_view kCounterSetLayouts[] = {"auto", "combined", "split"};
 constexpr KeySpec kSchema[] = {
     {.path = "stateDir",
      .type = KeyType::kString,
-     .default_value = "/var/lib/migd",
+     .default_value = "/run/migd/state",
      .field = [](Config& c) -> FieldRef { return &c.state_dir; },
      .check = CheckAbsolutePath,
      .type_doc = "absolute path",
      .doc = "Ownership records (one file per instance) and migd's lock. Created with mode 0700. "
             "migd refuses to start (exit 5) if it is writable by group or others, is not a "
-            "directory, or another migd holds its lock."},
+            "directory, or another migd holds its lock. The default is on tmpfs (`/run`): MIG "
+            "instances do not survive a reboot and migd discards records of another boot, so "
+            "records need to outlive a restart of migd, not of the node. A directory on a "
+            "persistent filesystem works too (one fsync per record write there); see "
+            "docs/operations.md, \"Where the records live\"."},
     {.path = "api"},
     {.path = "api.socket",
      .type = KeyType::kString,

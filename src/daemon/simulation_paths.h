@@ -1,6 +1,6 @@
 // File: daemon/simulation_paths.h
 //
-// Under --simulate, migd's root-only default paths (stateDir /var/lib/migd,
+// Under --simulate, migd's root-only default paths (stateDir /run/migd/state,
 // api.socket /run/migd/api.socket, cdi.specDir /var/run/cdi) move beside the
 // simulator state so that `migd --simulate X` runs unprivileged. A path the
 // operator set explicitly — by a flag, or by a key present in the config file,

@@ -47,10 +47,14 @@ all: build
 deps:
 	@scripts/install-deps.sh
 
-# The tests also need Go and the CDI Go library (tests/cdi checks every spec
-# migd writes against the real CDI library).
+# The tests also need: Go and the CDI Go library (tests/cdi checks every spec
+# migd writes against the real CDI library), Prometheus (promtool and the
+# server), the deploy checks' YAML tools, Node.js with the pinned npm
+# kubernetes-models (every rendered manifest against the Kubernetes API
+# schema), podman with runc and crun (tests/runtime) and clang 14 (fuzzing,
+# sanitizers, -Wthread-safety).
 deps-test:
-	@scripts/install-deps.sh cdi-check metrics-check deploy-check fuzz
+	@scripts/install-deps.sh cdi-check metrics-check deploy-check manifest-check runtime-e2e fuzz
 
 configure: deps
 	@cmake --preset default >/dev/null

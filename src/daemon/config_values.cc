@@ -214,7 +214,7 @@ Status CheckDraDriverName(std::string_view value) {
   // ResourceSlice spec.driver: a DNS subdomain of at most 63 characters
   // (k8s.io/api resource/v1 DriverNameMaxLength), ideally in a domain of
   // the driver's vendor.
-  if (value.size() <= 63 && IsDnsSubdomain(value)) return OkStatus();
+  if (value.size() <= 63 && k8s::IsDns1123Subdomain(value)) return OkStatus();
   return InvalidArgumentError(Quote(value) +
                               " is not a DRA driver name (a lower-case DNS subdomain of at most "
                               "63 characters, e.g. mig.migd.io)");

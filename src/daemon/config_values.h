@@ -56,10 +56,6 @@ Status CheckNodeNameIfSet(std::string_view value);            // "" or a DNS sub
 Status CheckDraDriverName(std::string_view value);            // DNS subdomain, <= 63
 Status CheckSocketMode(uint32_t mode);                        // owner rw, group rw at most
 
-// A DNS-1123 subdomain: lower-case alphanumerics, '-' and '.', at most 253
-// characters, starting and ending alphanumeric (node names, resource domains).
-bool IsDnsSubdomain(std::string_view s);
-
 }  // namespace migd::daemon
 
 #endif  // MIGD_DAEMON_CONFIG_VALUES_H_

@@ -39,7 +39,9 @@ TEST(RunUnprivilegedTest, AChildThatDiesIsAnError) {
 // Root holds every capability here unless a container took some away; a
 // user holds none. Either way the answer agrees with what the kernel allows.
 TEST(HasCapabilityTest, AgreesWithTheKernel) {
-  if (::geteuid() != 0) EXPECT_FALSE(HasCapability(kCapMknod));
+  if (::geteuid() != 0) {
+    EXPECT_FALSE(HasCapability(kCapMknod));
+  }
   const bool setuid = HasCapability(7);  // CAP_SETUID
   const Status s = RunUnprivileged([] { return OkStatus(); });
   EXPECT_EQ(s.ok(), ::geteuid() != 0 || setuid) << s;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Crash campaign (issue 8, docs/reliability.md): runs the crash campaign test
+# Crash campaign (docs/reliability.md): runs the crash campaign test
 # (tests/crash/crash_campaign_e2e_test.cc) for N kill/restart iterations in
 # chunks of CHUNK (default 50), chunk k seeded SEED+k, and prints
 #   survived <S>/<N>

@@ -9,7 +9,7 @@
 #
 # Environment: JOBS (2), SEEDS (5), EVENTS (3000), LATENCY (the model's
 # defaults: create=100,destroy=120,reuse=1), TRACE_DIR
-# (../shared/data/alibaba-gpu-v2023 relative to the repository root), OUT
+# (data/alibaba-gpu-v2023 of the repository), OUT
 # (BUILD_DIR/bench-dra).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -19,7 +19,7 @@ JOBS=${JOBS:-2}
 SEEDS=${SEEDS:-5}
 EVENTS=${EVENTS:-3000}
 LATENCY=${LATENCY:-create=100,destroy=120,reuse=1}
-TRACE_DIR=${TRACE_DIR:-../shared/data/alibaba-gpu-v2023}
+TRACE_DIR=${TRACE_DIR:-data/alibaba-gpu-v2023}
 cmake --build "$BUILD" -j "$JOBS" --target dra_bench >/dev/null
 mkdir -p "$OUT"
 BIN=$BUILD/bin/dra_bench

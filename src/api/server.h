@@ -1,6 +1,6 @@
 // File: api/server.h
 //
-// ApiServer: serves a MigManagerService on a unix socket (DESIGN.md §8).
+// ApiServer: serves a MigManagerService on a unix socket (docs/architecture.md).
 //
 // Start:
 //   - the parent directory must exist or is created (0755);

@@ -1,6 +1,6 @@
 // File: tests/crash/crash_campaign_e2e_test.cc
 //
-// Crash campaign (issue 8): the real migd on simulated GPUs
+// Crash campaign: the real migd on simulated GPUs
 // (a100-40gb:2,h100-80gb:1, one MIGD_SIM_STATE and MIGD_SIM_PROC_ROOT shared by
 // every run, so a restart sees the same hardware) under a mixed gRPC load
 // (kClients threads: Allocate of random profiles, Release, replay of a held

@@ -1,5 +1,5 @@
 // Hostile entries in the files and directories the real migd reads at
-// startup (issue 8, "How it will be checked"): stateDir, cdi.specDir and the
+// startup: stateDir, cdi.specDir and the
 // config file holding FIFOs, device nodes, symlinks, huge sparse files,
 // empty files, NUL bytes, junk names; a spec dir others can write. migd must
 // start without hanging and leave what is not its own alone, or refuse to

@@ -1,5 +1,5 @@
 // Hostile input on the API socket, against the real migd on simulated GPUs
-// (issue 8, "How it will be checked"): random bytes, an HTTP/1.1 request, an
+//: random bytes, an HTTP/1.1 request, an
 // HTTP/2 preface followed by garbage frames, frame headers announcing huge
 // lengths, garbage protobuf in well-formed calls, unknown methods, a 10 MiB
 // gRPC message (the limit is 64 KiB), 200 half-open

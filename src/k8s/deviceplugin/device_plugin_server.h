@@ -1,7 +1,7 @@
 // File: k8s/deviceplugin/device_plugin_server.h
 //
 // DevicePluginServer: migd as a kubelet device plugin, API v1beta1
-// (shared/reference/kubelet-apis.md §1). The server owns the kubelet
+// (kubelet's deviceplugin/v1beta1 api.proto and its device manager). The server owns the kubelet
 // protocol; what the ids mean and how a container gets its MIG instances is
 // the AllocationBackend's business (k8s/allocation_backend.h).
 //

@@ -1,7 +1,8 @@
 // File: k8s/podresources/owner_sources.h
 //
-// engine::OwnerSource implementations for Kubernetes nodes (DESIGN.md §4,
-// kubelet-apis.md §2.6, hami.md §7):
+// engine::OwnerSource implementations for Kubernetes nodes
+// (docs/architecture.md, "Durability and recovery"; kubelet's PodResources
+// v1 api.proto; HAMi's pod annotations, docs/kubernetes.md):
 //
 // PodResourcesOwnerSource (`podresources`): kubelet's PodResources `List`
 // joined with migd's records. The join:

@@ -2,7 +2,7 @@
 //
 // FakeKubelet: the kubelet side of the device plugin API v1beta1 over real
 // unix sockets in a (temp) directory, behaving as kubelet does
-// (shared/reference/kubelet-apis.md §1.4–§1.8):
+// (kubelet's device manager, pkg/kubelet/cm/devicemanager):
 //   - serves Registration on <dir>/kubelet.sock; Register checks the
 //     version and the resource name with kubelet's own rules
 //     (k8s/resource_name.h) and answers as kubelet does (UNKNOWN with

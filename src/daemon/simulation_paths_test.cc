@@ -7,14 +7,14 @@ namespace {
 
 TEST(SimulationPathsTest, ExplicitSettingsWinEvenWhenTheyEqualTheDefault) {
   const ExplicitPaths e = ExplicitPathsInConfig(
-      "stateDir: /var/lib/migd\napi:\n  socket: /run/migd/api.socket\ncdi:\n"
+      "stateDir: /run/migd/state\napi:\n  socket: /run/migd/api.socket\ncdi:\n"
       "  specDir: /var/run/cdi\n");
   EXPECT_TRUE(e.state_dir);
   EXPECT_TRUE(e.socket);
   EXPECT_TRUE(e.spec_dir);
   Config c;  // the defaults: the same three values
   MoveDefaultsForSimulation("/tmp/sim", e, &c);
-  EXPECT_EQ(c.state_dir, "/var/lib/migd");
+  EXPECT_EQ(c.state_dir, "/run/migd/state");
   EXPECT_EQ(c.api.socket, "/run/migd/api.socket");
   EXPECT_EQ(c.cdi.spec_dir, "/var/run/cdi");
 }

@@ -57,15 +57,20 @@ constexpr char kNode[] = "gpu-node-1";
 // "<verb> <resource>" for every rule of the Helm chart's ClusterRole
 // (deploy/helm/migd/templates/rbac.yaml): `resources: [...]` then
 // `verbs: [...]`.
+// The rules the chart renders in HAMi mode: the DRA block
+// ({{- if .Values.config.dra.enabled }} ... {{- end }}) is left out.
 std::set<std::string> ChartRbacVerbs() {
   std::ifstream in(std::string(MIGD_SOURCE_DIR) + "/deploy/helm/migd/templates/rbac.yaml");
   std::set<std::string> out;
   std::vector<std::string> resources;
   const std::regex list(R"(^\s*-?\s*(resources|verbs):\s*\[(.*)\]\s*$)");
   const std::regex item(R"re("([^"]+)")re");
+  bool in_dra = false;
   for (std::string line; std::getline(in, line);) {
+    if (line.find("{{- if .Values.config.dra.enabled }}") != std::string::npos) in_dra = true;
+    if (in_dra && line.find("{{- end }}") != std::string::npos) in_dra = false;
     std::smatch m;
-    if (!std::regex_match(line, m, list)) continue;
+    if (in_dra || !std::regex_match(line, m, list)) continue;
     std::vector<std::string> items;
     const std::string body = m[2];
     for (auto it = std::sregex_iterator(body.begin(), body.end(), item);

@@ -15,17 +15,31 @@ const fs = require("fs");
 const path = require("path");
 const yaml = require("js-yaml");
 
-// apiVersion -> module prefix of the package that models it.
-const PACKAGES = {
+// apiVersion -> the module of the package that models it. kubernetes-models
+// 5 is ES modules only (its group-version index modules are imported once at
+// start, see loadModels); the prometheus-operator models are CommonJS.
+const ESM_PACKAGES = {
   "v1": "kubernetes-models/v1",
   "apps/v1": "kubernetes-models/apps/v1",
   "rbac.authorization.k8s.io/v1": "kubernetes-models/rbac.authorization.k8s.io/v1",
+  "resource.k8s.io/v1": "kubernetes-models/resource.k8s.io/v1",
+};
+const CJS_PACKAGES = {
   "monitoring.coreos.com/v1": "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1",
 };
+const MODULES = {};
+
+async function loadModels() {
+  for (const [apiVersion, module] of Object.entries(ESM_PACKAGES)) {
+    MODULES[apiVersion] = await import(module);
+  }
+}
 
 function modelFor(apiVersion, kind) {
-  const prefix = PACKAGES[apiVersion];
-  if (!prefix || !/^[A-Z][A-Za-z]+$/.test(kind || "")) return null;
+  if (!/^[A-Z][A-Za-z]+$/.test(kind || "")) return null;
+  if (MODULES[apiVersion]) return MODULES[apiVersion][kind] || null;
+  const prefix = CJS_PACKAGES[apiVersion];
+  if (!prefix) return null;
   try {
     return require(`${prefix}/${kind}`)[kind] || null;
   } catch (e) {
@@ -151,4 +165,11 @@ function main(argv) {
   return 0;
 }
 
-process.exitCode = main(process.argv.slice(2));
+loadModels().then(
+  () => {
+    process.exitCode = main(process.argv.slice(2));
+  },
+  (e) => {
+    console.error(`manifest-check: cannot load the Kubernetes models: ${e.message}`);
+    process.exitCode = 2;
+  });

@@ -38,8 +38,8 @@ class PodResourcesClientTest : public ::testing::Test {
   std::unique_ptr<FakePodResources> fake_;
 };
 
-TEST_F(PodResourcesClientTest, SocketPathIsUnderKubeletDir) {
-  EXPECT_EQ(PodResourcesSocketPath("/var/lib/kubelet"),
+TEST_F(PodResourcesClientTest, SocketPathIsInThePodResourcesDir) {
+  EXPECT_EQ(PodResourcesSocketPath("/var/lib/kubelet/pod-resources"),
             "/var/lib/kubelet/pod-resources/kubelet.sock");
   EXPECT_EQ(fake_->socket_path(), dir_.path() + "/pod-resources/kubelet.sock");
 }

@@ -52,7 +52,7 @@
 #include <vector>
 
 #include "base/status_macros.h"
-#include "engine/sim_fixture.h"
+#include "engine/manager_testing.h"
 #include "testing/subprocess.h"
 #include "testing/temp_dir.h"
 
@@ -130,7 +130,7 @@ nlohmann::json RunScenario(const std::string& fn, const std::string& err,
   RecordsOwnerSource owners;
   CountingObserver obs;
   ManagerOptions opts;
-  opts.boot_id = testing::kSimBoot;
+  opts.boot_id = testing::kBootId;
   std::unique_ptr<NvmlDriver> drv;
   std::unique_ptr<store::RecordStore> st;
   std::unique_ptr<Manager> mgr;
@@ -148,7 +148,7 @@ nlohmann::json RunScenario(const std::string& fn, const std::string& err,
       drv = std::move(*d);
     }
     if (st == nullptr) {
-      auto s = testing::OpenSimStore(dir.Join("state"), clock, /*sync=*/false);
+      auto s = testing::OpenStore(dir.Join("state"), clock, testing::kBootId, /*sync=*/false);
       if (!s.ok()) return s.status();
       st = std::move(*s);
     }

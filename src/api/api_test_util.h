@@ -1,36 +1,38 @@
-// Test helpers of api_test: a real engine::Manager over sim::FakeGpuDriver
-// (behind a driver that can hold CreateGi), the EventHub as its listener, the
-// service and a real ApiServer on a unix socket in a temp dir, and a stub.
+// Test helpers of api_test: a real engine::Manager (engine/manager_testing.h)
+// over sim::FakeGpuDriver (behind a driver that can hold CreateGi), the
+// EventHub as its listener, the service and a real ApiServer on a unix socket
+// in a temp dir, and a stub.
 #ifndef MIGD_API_API_TEST_UTIL_H_
 #define MIGD_API_API_TEST_UTIL_H_
 
-#include <chrono>
-#include <climits>
-#include <condition_variable>
-#include <cstdint>
-#include <functional>
-#include <memory>
-#include <mutex>
-#include <optional>
-#include <string>
-
+#include <absl/base/thread_annotations.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <climits>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
 #include "api/event_hub.h"
-#include "cdi/fake_host_reader.h"
-#include "cdi/publisher.h"
-#include "engine/cdi_observer.h"
-#include "engine/instance_observer.h"
-#include "mig/catalog.h"
-#include "sim/proc_files.h"
 #include "api/server.h"
 #include "api/service.h"
+#include "base/mutex.h"
+#include "cdi/fake_host_reader.h"
+#include "cdi/publisher.h"
 #include "driver/gpu_driver_wrapper.h"
+#include "engine/cdi_observer.h"
+#include "engine/instance_observer.h"
 #include "engine/manager.h"
+#include "engine/manager_testing.h"
 #include "engine/owner_source.h"
+#include "mig/catalog.h"
 #include "migd/v1/migd.grpc.pb.h"
 #include "sim/fake_gpu_driver.h"
+#include "sim/proc_files.h"
 #include "store/record_store.h"
 #include "testing/temp_dir.h"
 
@@ -44,18 +46,19 @@ class GatedDriver final : public driver::GpuDriverWrapper {
  public:
   explicit GatedDriver(driver::GpuDriver* target) : GpuDriverWrapper(target) {}
   void Close() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     open_ = false;
   }
   void Open() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     open_ = true;
-    cv_.notify_all();
+    cv_.SignalAll();
   }
   // Waits until a CreateGi is held at the gate (generous deadline).
   bool WaitHeld() {
-    std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, std::chrono::seconds(30), [&] { return held_ > 0; });
+    MutexLock lock(&mu_);
+    return cv_.WaitFor(&mu_, std::chrono::seconds(30),
+                       [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return held_ > 0; });
   }
   // ListGpus reports GPUs with index >= `first` as not MIG-capable (as NVML
   // does for a T4: NOT_SUPPORTED).
@@ -70,32 +73,32 @@ class GatedDriver final : public driver::GpuDriverWrapper {
   }
   // The next CreateGi returns `s` instead of creating.
   void FailNextCreateGi(Status s) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     fail_ = std::move(s);
   }
   StatusOr<driver::GpuInstanceInfo> CreateGi(GpuIndex gpu, GiProfileId profile,
                                              const mig::Placement& placement) override {
     {
-      std::unique_lock<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       if (!fail_.ok()) {
         Status s = std::move(fail_);
         fail_ = OkStatus();
         return s;
       }
       ++held_;
-      cv_.notify_all();
-      cv_.wait(lock, [&] { return open_; });
+      cv_.SignalAll();
+      cv_.Wait(&mu_, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return open_; });
       --held_;
     }
     return GpuDriverWrapper::CreateGi(gpu, profile, placement);
   }
 
  private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool open_ = true;
-  int held_ = 0;
-  Status fail_;
+  Mutex mu_;
+  CondVar cv_;
+  bool open_ ABSL_GUARDED_BY(mu_) = true;
+  int held_ ABSL_GUARDED_BY(mu_) = 0;
+  Status fail_ ABSL_GUARDED_BY(mu_);
   uint32_t no_mig_from_ = UINT32_MAX;  // set before the Manager starts
 };
 
@@ -118,9 +121,7 @@ class ProcSyncingObserver final : public engine::InstanceObserver {
     if (!s.ok()) return s;
     return cdi_->OnPublish(i);
   }
-  Status OnUnpublish(const engine::PublishedInstance& i) override {
-    return cdi_->OnUnpublish(i);
-  }
+  Status OnUnpublish(const engine::PublishedInstance& i) override { return cdi_->OnUnpublish(i); }
   Status OnRecovered(const std::vector<MigUuid>& tracked) override {
     return cdi_->OnRecovered(tracked);
   }
@@ -132,8 +133,14 @@ class ProcSyncingObserver final : public engine::InstanceObserver {
   engine::CdiObserver* cdi_;
 };
 
-class ApiTest : public ::testing::Test {
+// A real Manager (the shared engine harness) over FakeGpuDriver behind the
+// GatedDriver, the EventHub as its listener, the service and the server.
+class ApiTest : public engine::testing::ManagerHarness {
  protected:
+  // The Manager goes before what it points to (hub, drivers, observers);
+  // TearDown has shut the server down.
+  ~ApiTest() override { mgr_.reset(); }
+
   // Boots the machine, the Manager, the service and the server.
   // `before` runs on the fresh machine before the Manager recovers (e.g. to
   // create a foreign instance).
@@ -145,35 +152,32 @@ class ApiTest : public ::testing::Test {
     if (before) before(*fake_);
     gated_ = std::make_unique<GatedDriver>(fake_.get());
     if (no_mig_from_) gated_->NoMigFrom(*no_mig_from_);
-    store::RecordStoreOptions so;
-    so.boot_id = kBoot;
-    auto st = store::RecordStore::Open(dir_.Join("state"), clock_, so);
-    ASSERT_TRUE(st.ok()) << st.status();
-    store_ = std::move(*st);
-    engine::ManagerOptions mo;
-    mo.boot_id = kBoot;
-    mo.listener = &hub_;
+    UseDrivers(gated_.get(), fake_.get());
+    opts_.boot_id = kBoot;
+    opts_.listener = &hub_;
+    OpenStore();
     if (with_cdi_) {
       const std::string dev = "/fake-dev";
-      for (const char* n : {"/nvidia0", "/nvidia1", "/nvidiactl", "/nvidia-uvm", "/nvidia-uvm-tools"}) {
+      for (const char* n :
+           {"/nvidia0", "/nvidia1", "/nvidiactl", "/nvidia-uvm", "/nvidia-uvm-tools"}) {
         reader_.AddNode(dev + n, {'c', 195, 0, 0666});
       }
       cdi::Options co;
       co.enabled = cdi_enabled_;
-      co.spec_dir = dir_.Join("cdi");
-      co.proc_root = dir_.Join("proc");
+      co.spec_dir = dir_->Join("cdi");
+      co.proc_root = dir_->Join("proc");
       co.dev_root = dev;
       co.sync = false;
       publisher_ = std::make_unique<cdi::Publisher>(co, &reader_);
       cdi_ = std::make_unique<engine::CdiObserver>(publisher_.get());
-      syncing_ = std::make_unique<ProcSyncingObserver>(fake_.get(), dir_.Join("proc"), cdi_.get());
+      syncing_ = std::make_unique<ProcSyncingObserver>(fake_.get(), dir_->Join("proc"), cdi_.get());
       ASSERT_TRUE(syncing_->Sync().ok());
       sopts.cdi = cdi_.get();
       sopts.cdi_enabled = cdi_enabled_;
     }
-    auto m = engine::Manager::Create(mo, *gated_, *store_, clock_, owners_, syncing_.get());
-    ASSERT_TRUE(m.ok()) << m.status();
-    mgr_ = std::move(*m);
+    observer_ = syncing_.get();  // none without CDI
+    Start();
+    ASSERT_NE(mgr_, nullptr);
     ServerInfo info;
     info.version = "1.2.3-test";
     info.driver_version = "550.54.15";
@@ -197,7 +201,7 @@ class ApiTest : public ::testing::Test {
     return v1::MigManager::NewStub(
         grpc::CreateChannel("unix:" + socket_path(), grpc::InsecureChannelCredentials()));
   }
-  std::string socket_path() const { return dir_.Join("run/api.socket"); }
+  std::string socket_path() const { return dir_->Join("run/api.socket"); }
   void TearDown() override {
     // A call held at the gate must be able to finish, or Shutdown would wait
     // for it forever.
@@ -229,15 +233,11 @@ class ApiTest : public ::testing::Test {
     return stub_->List(&ctx, req, resp);
   }
 
-  // Declaration order is destruction order reversed: the hub outlives the
-  // Manager (its listener), the server goes first.
-  migd::testing::TempDir dir_;
-  FakeClock clock_;
+  // The harness's Manager outlives none of these (~ApiTest); the server goes
+  // first (TearDown).
   EventHub hub_;
   std::unique_ptr<sim::FakeGpuDriver> fake_;
   std::unique_ptr<GatedDriver> gated_;
-  std::unique_ptr<store::RecordStore> store_;
-  engine::RecordsOwnerSource owners_;
   // CDI (Boot with with_cdi_ set).
   bool with_cdi_ = false;
   std::optional<uint32_t> no_mig_from_;  // see GatedDriver::NoMigFrom
@@ -246,7 +246,6 @@ class ApiTest : public ::testing::Test {
   std::unique_ptr<cdi::Publisher> publisher_;
   std::unique_ptr<engine::CdiObserver> cdi_;
   std::unique_ptr<ProcSyncingObserver> syncing_;
-  std::unique_ptr<engine::Manager> mgr_;
   std::unique_ptr<MigManagerService> service_;
   std::unique_ptr<ApiServer> server_;
   std::unique_ptr<v1::MigManager::Stub> stub_;

@@ -67,8 +67,8 @@ std::string Hex(unsigned char c) {
 }
 
 Status TooLong(std::string_view field, size_t n) {
-  return InvalidArgumentError(std::string(field) + ": " + std::to_string(n) +
-                              " bytes, at most " + std::to_string(kMaxIdBytes));
+  return InvalidArgumentError(std::string(field) + ": " + std::to_string(n) + " bytes, at most " +
+                              std::to_string(kMaxIdBytes));
 }
 
 }  // namespace
@@ -77,22 +77,32 @@ Status TooLong(std::string_view field, size_t n) {
 
 v1::InstanceState ToProto(engine::InstanceState state) {
   switch (state) {
-    case engine::InstanceState::kNone: return v1::INSTANCE_STATE_DESTROYED;
-    case engine::InstanceState::kCreating: return v1::INSTANCE_STATE_CREATING;
-    case engine::InstanceState::kActive: return v1::INSTANCE_STATE_ACTIVE;
-    case engine::InstanceState::kIdle: return v1::INSTANCE_STATE_IDLE;
-    case engine::InstanceState::kReclaiming: return v1::INSTANCE_STATE_RECLAIMING;
-    case engine::InstanceState::kDeleting: return v1::INSTANCE_STATE_DELETING;
-    case engine::InstanceState::kError: return v1::INSTANCE_STATE_ERROR;
+    case engine::InstanceState::kNone:
+      return v1::INSTANCE_STATE_DESTROYED;
+    case engine::InstanceState::kCreating:
+      return v1::INSTANCE_STATE_CREATING;
+    case engine::InstanceState::kActive:
+      return v1::INSTANCE_STATE_ACTIVE;
+    case engine::InstanceState::kIdle:
+      return v1::INSTANCE_STATE_IDLE;
+    case engine::InstanceState::kReclaiming:
+      return v1::INSTANCE_STATE_RECLAIMING;
+    case engine::InstanceState::kDeleting:
+      return v1::INSTANCE_STATE_DELETING;
+    case engine::InstanceState::kError:
+      return v1::INSTANCE_STATE_ERROR;
   }
   return v1::INSTANCE_STATE_UNSPECIFIED;
 }
 
 v1::AllocationPath ToProto(planner::Stage stage) {
   switch (stage) {
-    case planner::Stage::kReuse: return v1::ALLOCATION_PATH_REUSE;
-    case planner::Stage::kFree: return v1::ALLOCATION_PATH_CREATE;
-    case planner::Stage::kReclaim: return v1::ALLOCATION_PATH_RECLAIM_CREATE;
+    case planner::Stage::kReuse:
+      return v1::ALLOCATION_PATH_REUSE;
+    case planner::Stage::kFree:
+      return v1::ALLOCATION_PATH_CREATE;
+    case planner::Stage::kReclaim:
+      return v1::ALLOCATION_PATH_RECLAIM_CREATE;
   }
   return v1::ALLOCATION_PATH_UNSPECIFIED;
 }
@@ -116,16 +126,20 @@ void ToProto(const store::Owner& owner, v1::Owner* out) {
   }
 }
 
+void ToProto(const store::InstanceIdentity& id, v1::Instance* out) {
+  out->set_gpu_uuid(id.gpu_uuid.value());
+  out->set_profile_id(id.profile_id.value());
+  ToProto(id.placement, out->mutable_placement());
+  out->set_gi_id(id.gi_id.value());
+  out->set_ci_id(id.ci_id.value());
+  out->set_mig_uuid(id.mig_uuid.value());
+}
+
 void ToProto(const engine::InstanceView& view, const std::string& cdi_device, v1::Instance* out) {
+  ToProto(static_cast<const store::InstanceIdentity&>(view), out);
   out->set_state(ToProto(view.state));
   out->set_gpu_index(view.gpu.value());
-  out->set_gpu_uuid(view.gpu_uuid.value());
   out->set_profile(view.profile);
-  out->set_profile_id(view.profile_id.value());
-  ToProto(view.placement, out->mutable_placement());
-  out->set_gi_id(view.gi_id.value());
-  out->set_ci_id(view.ci_id.value());
-  out->set_mig_uuid(view.mig_uuid.value());
   if (!view.owner.empty()) ToProto(view.owner, out->mutable_owner());
   out->set_request_id(view.request_id);
   out->set_last_used_unix_ms(view.last_used ? UnixMs(*view.last_used) : 0);
@@ -149,8 +163,7 @@ void ToProto(const engine::GpuView& gpu, v1::Gpu* out) {
   out->set_uuid(gpu.info.uuid.value());
   out->set_name(gpu.info.name);
   out->set_minor(gpu.info.minor);
-  out->set_mig_enabled(gpu.info.mig.supported &&
-                       gpu.info.mig.current == driver::MigMode::kEnabled);
+  out->set_mig_enabled(gpu.info.mig.supported && gpu.info.mig.current == driver::MigMode::kEnabled);
   out->set_memory_total_mib(gpu.info.memory_total_mib);
   if (gpu.model == nullptr) return;
   out->set_memory_slices(gpu.model->memory_slices);
@@ -245,14 +258,21 @@ Status ValidateText(std::string_view value, std::string_view field, bool require
 
 StatusOr<engine::InstanceState> FromProto(int state, std::string_view field) {
   switch (state) {
-    case v1::INSTANCE_STATE_CREATING: return engine::InstanceState::kCreating;
-    case v1::INSTANCE_STATE_ACTIVE: return engine::InstanceState::kActive;
-    case v1::INSTANCE_STATE_IDLE: return engine::InstanceState::kIdle;
-    case v1::INSTANCE_STATE_RECLAIMING: return engine::InstanceState::kReclaiming;
-    case v1::INSTANCE_STATE_DELETING: return engine::InstanceState::kDeleting;
-    case v1::INSTANCE_STATE_ERROR: return engine::InstanceState::kError;
+    case v1::INSTANCE_STATE_CREATING:
+      return engine::InstanceState::kCreating;
+    case v1::INSTANCE_STATE_ACTIVE:
+      return engine::InstanceState::kActive;
+    case v1::INSTANCE_STATE_IDLE:
+      return engine::InstanceState::kIdle;
+    case v1::INSTANCE_STATE_RECLAIMING:
+      return engine::InstanceState::kReclaiming;
+    case v1::INSTANCE_STATE_DELETING:
+      return engine::InstanceState::kDeleting;
+    case v1::INSTANCE_STATE_ERROR:
+      return engine::InstanceState::kError;
     case v1::INSTANCE_STATE_UNSPECIFIED:
-      return InvalidArgumentError(std::string(field) + ": INSTANCE_STATE_UNSPECIFIED is not a state");
+      return InvalidArgumentError(std::string(field) +
+                                  ": INSTANCE_STATE_UNSPECIFIED is not a state");
     case v1::INSTANCE_STATE_DESTROYED:
       return InvalidArgumentError(std::string(field) +
                                   ": INSTANCE_STATE_DESTROYED only appears in Watch events");
@@ -337,9 +357,16 @@ Status ValidateRelease(const v1::ReleaseRequest& request) {
       return ValidateId(request.request_id(), "request_id");
     case v1::ReleaseRequest::kMigUuid:
       MIGD_RETURN_IF_ERROR(ValidateId(request.mig_uuid(), "mig_uuid"));
-      if (!IsValidMigUuid(request.mig_uuid())) {
+      if (IsValidGpuUuid(request.mig_uuid())) {
         return InvalidArgumentError("mig_uuid: '" + request.mig_uuid() +
-                                    "' is not a MIG UUID (MIG-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)");
+                                    "' is a GPU UUID, not a MIG UUID: release one instance by "
+                                    "its MIG-… UUID (migctl list), or the allocation by its "
+                                    "request_id");
+      }
+      if (!IsValidMigUuid(request.mig_uuid())) {
+        return InvalidArgumentError(
+            "mig_uuid: '" + request.mig_uuid() +
+            "' is not a MIG UUID (MIG-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)");
       }
       return OkStatus();
     case v1::ReleaseRequest::TARGET_NOT_SET:

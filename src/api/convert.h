@@ -46,9 +46,11 @@ v1::InstanceState ToProto(engine::InstanceState state);
 v1::AllocationPath ToProto(planner::Stage stage);
 // Leaves `out` cleared when `owner` is kNone.
 void ToProto(const store::Owner& owner, v1::Owner* out);
+// The identity fields of an Instance (GPU UUID, profile id, placement, GI id,
+// CI id, MIG UUID).
+void ToProto(const store::InstanceIdentity& id, v1::Instance* out);
 // `cdi_device` is the qualified CDI name ("" when CDI is off or unpublished).
-void ToProto(const engine::InstanceView& view, const std::string& cdi_device,
-             v1::Instance* out);
+void ToProto(const engine::InstanceView& view, const std::string& cdi_device, v1::Instance* out);
 void ToProto(const engine::ForeignInstance& foreign, v1::ForeignInstance* out);
 // Profiles (with their legal placements) come from gpu.model; none when MIG
 // is disabled (model == nullptr).
@@ -71,7 +73,8 @@ StatusOr<std::vector<engine::InstanceSpec>> SpecsFromProto(
     const google::protobuf::RepeatedPtrField<v1::InstanceSpec>& specs, std::string_view field);
 StatusOr<store::Owner> FromProto(const v1::Owner& owner, std::string_view field);
 
-// Checks a ReleaseRequest: exactly one of request_id / mig_uuid, well formed.
+// Checks a ReleaseRequest: exactly one of request_id / mig_uuid, well formed
+// (a mig_uuid must be a MIG UUID, MIG-…; a GPU UUID is refused as such).
 Status ValidateRelease(const v1::ReleaseRequest& request);
 // Checks a ReclaimRequest and converts it to the engine's filter.
 StatusOr<engine::ReclaimFilter> FromProto(const v1::ReclaimRequest& request);

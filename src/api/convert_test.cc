@@ -2,10 +2,10 @@
 // field.
 #include "api/convert.h"
 
-#include <string>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <string>
 
 #include "mig/catalog.h"
 #include "testing/status_matchers.h"
@@ -119,8 +119,8 @@ TEST(ConvertTest, TextRejectsBadUtf8AndC1Controls) {
 TEST(ConvertTest, InstancesRules) {
   v1::AllocateRequest r = Good();
   r.clear_instances();
-  EXPECT_THAT(FromProto(r), StatusIs(StatusCode::kInvalidArgument,
-                                     "instances: required, 1 to 64 entries"));
+  EXPECT_THAT(FromProto(r),
+              StatusIs(StatusCode::kInvalidArgument, "instances: required, 1 to 64 entries"));
   for (int i = 0; i < 65; ++i) r.add_instances()->set_profile("1g.5gb");
   EXPECT_THAT(FromProto(r),
               StatusIs(StatusCode::kInvalidArgument, "instances: 65 entries, at most 64"));
@@ -145,8 +145,8 @@ TEST(ConvertTest, InstancesRules) {
                                      "instances[1].placement: 30:4 exceeds 32 memory slices"));
   s->mutable_placement()->set_start(0xFFFFFFFFu);
   s->mutable_placement()->set_size(2);
-  EXPECT_THAT(FromProto(r), StatusIs(StatusCode::kInvalidArgument,
-                                     HasSubstr("exceeds 32 memory slices")));
+  EXPECT_THAT(FromProto(r),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("exceeds 32 memory slices")));
   s->set_profile("1g 5gb");
   EXPECT_THAT(FromProto(r), StatusIs(StatusCode::kInvalidArgument,
                                      StartsWith("instances[1].profile: byte 0x20 at offset 2")));
@@ -157,15 +157,20 @@ TEST(ConvertTest, InstancesRules) {
 
 TEST(ConvertTest, ReleaseRules) {
   v1::ReleaseRequest r;
-  EXPECT_THAT(ValidateRelease(r), StatusIs(StatusCode::kInvalidArgument,
-                                           "target: required (request_id or mig_uuid)"));
+  EXPECT_THAT(ValidateRelease(r),
+              StatusIs(StatusCode::kInvalidArgument, "target: required (request_id or mig_uuid)"));
   r.set_request_id("");
   EXPECT_THAT(ValidateRelease(r), StatusIs(StatusCode::kInvalidArgument, "request_id: required"));
   r.set_request_id("r1");
   EXPECT_THAT(ValidateRelease(r), IsOk());
   r.set_mig_uuid("MIG-nope");
+  EXPECT_THAT(ValidateRelease(r), StatusIs(StatusCode::kInvalidArgument,
+                                           StartsWith("mig_uuid: 'MIG-nope' is not a MIG UUID")));
+  r.set_mig_uuid("GPU-0a1b2c3d-0000-4000-8000-00000000abcd");
   EXPECT_THAT(ValidateRelease(r),
-              StatusIs(StatusCode::kInvalidArgument, StartsWith("mig_uuid: 'MIG-nope' is not a MIG UUID")));
+              StatusIs(StatusCode::kInvalidArgument,
+                       StartsWith("mig_uuid: 'GPU-0a1b2c3d-0000-4000-8000-00000000abcd' is a GPU "
+                                  "UUID, not a MIG UUID")));
   r.set_mig_uuid("");
   EXPECT_THAT(ValidateRelease(r), StatusIs(StatusCode::kInvalidArgument, "mig_uuid: required"));
   r.set_mig_uuid("MIG-0a1b2c3d-0000-4000-8000-00000000abcd");

@@ -24,15 +24,16 @@
 #ifndef MIGD_API_EVENT_HUB_H_
 #define MIGD_API_EVENT_HUB_H_
 
+#include <absl/base/thread_annotations.h>
+
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <map>
 #include <memory>
-#include <mutex>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "engine/events.h"
 
@@ -95,19 +96,21 @@ class EventHub final : public engine::EngineListener {
   void OnReclaim(engine::EventReason, const engine::InstanceView&) override {}
 
  private:
+  // One subscriber's queue. Reached only through queues_, so guarded by
+  // mu_ like it (the analysis cannot name an enclosing object's lock here).
   struct Queue {
     std::deque<engine::InstanceEvent> events;
     bool lost = false;
-    std::condition_variable cv;
+    CondVar cv;
   };
   void Unsubscribe(uint64_t id);
 
-  mutable std::mutex mu_;
-  mutable std::condition_variable count_cv_;  // subscriber count changed
-  std::map<uint64_t, std::unique_ptr<Queue>> queues_;  // GUARDED_BY(mu_)
-  uint64_t next_id_ = 1;                               // GUARDED_BY(mu_)
-  bool closed_ = false;                                // GUARDED_BY(mu_)
-  uint64_t last_sequence_ = 0;                         // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  mutable CondVar count_cv_;  // subscriber count changed
+  std::map<uint64_t, std::unique_ptr<Queue>> queues_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t last_sequence_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace migd::api

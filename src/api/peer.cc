@@ -40,8 +40,7 @@ StatusOr<PeerCredentials> ReadPeerCredentials(int fd) {
   struct ucred cred {};
   socklen_t len = sizeof(cred);
   if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
-    return FailedPreconditionError(std::string("getsockopt(SO_PEERCRED): ") +
-                                   std::strerror(errno));
+    return FailedPreconditionError(std::string("getsockopt(SO_PEERCRED): ") + std::strerror(errno));
   }
   if (len != sizeof(cred)) {
     return FailedPreconditionError("getsockopt(SO_PEERCRED): short answer");
@@ -60,7 +59,7 @@ void AddPeerFields(const PeerCredentials& peer, Fields& f) {
 }
 
 void PeerDirectory::Set(int fd, PeerCredentials peer) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   by_fd_[fd] = std::move(peer);
 }
 
@@ -71,14 +70,14 @@ std::optional<PeerCredentials> PeerDirectory::Lookup(std::string_view grpc_peer)
   int fd = -1;
   const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), fd);
   if (ec != std::errc() || end != digits.data() + digits.size() || fd < 0) return std::nullopt;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = by_fd_.find(fd);
   if (it == by_fd_.end()) return std::nullopt;
   return it->second;
 }
 
 size_t PeerDirectory::size() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return by_fd_.size();
 }
 

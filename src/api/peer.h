@@ -23,15 +23,16 @@
 #ifndef MIGD_API_PEER_H_
 #define MIGD_API_PEER_H_
 
+#include <absl/base/thread_annotations.h>
 #include <sys/types.h>
 
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 
 #include "base/logging.h"
+#include "base/mutex.h"
 #include "base/status.h"
 
 namespace migd::api {
@@ -64,8 +65,8 @@ class PeerDirectory {
   size_t size() const;
 
  private:
-  mutable std::mutex mu_;
-  std::unordered_map<int, PeerCredentials> by_fd_;  // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  std::unordered_map<int, PeerCredentials> by_fd_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace migd::api

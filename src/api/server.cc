@@ -2,7 +2,9 @@
 
 #include <errno.h>
 #include <grp.h>
+#include <grpcpp/server_posix.h>
 #include <poll.h>
+#include <spdlog/spdlog.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -14,9 +16,6 @@
 #include <string>
 #include <system_error>
 #include <vector>
-
-#include <grpcpp/server_posix.h>
-#include <spdlog/spdlog.h>
 
 #include "api/peer.h"
 #include "base/logging.h"
@@ -94,8 +93,9 @@ Status ProbeUnixSocket(const std::string& path) {
                 "connect(" + path + "): " + Errno(err));
 }
 
-StatusOr<std::unique_ptr<ApiServer>> ApiServer::Start(const ApiServerOptions& options,
-                                                       MigManagerService* service) {
+namespace {
+
+Status ValidateOptions(const ApiServerOptions& options) {
   const std::string& path = options.socket_path;
   if (path.empty()) return InvalidArgumentError("api.socket: required");
   if (path.front() != '/') {
@@ -114,13 +114,11 @@ StatusOr<std::unique_ptr<ApiServer>> ApiServer::Start(const ApiServerOptions& op
   if (options.max_receive_bytes <= 0) {
     return InvalidArgumentError("max_receive_bytes must be positive");
   }
-  std::optional<gid_t> gid;
-  if (options.group) {
-    MIGD_ASSIGN_OR_RETURN(gid_t g, LookupGroup(*options.group));
-    gid = g;
-  }
+  return OkStatus();
+}
 
-  // Parent directory.
+// Creates the socket's parent directory (0755) if missing.
+Status PrepareSocketDirectory(const std::string& path) {
   const std::filesystem::path parent = std::filesystem::path(path).parent_path();
   std::error_code ec;
   if (!std::filesystem::exists(parent, ec)) {
@@ -135,31 +133,50 @@ StatusOr<std::unique_ptr<ApiServer>> ApiServer::Start(const ApiServerOptions& op
     return FailedPreconditionError("the socket's parent " + parent.string() +
                                    " is not a directory; fix api.socket");
   }
+  return OkStatus();
+}
 
-  // An existing file: a live migd, a stale socket, or something else.
+// An existing file at `path`: a live migd (refused), a stale socket
+// (removed), or something else (refused).
+Status RemoveStaleSocket(const std::string& path) {
   struct stat st {};
-  if (::lstat(path.c_str(), &st) == 0) {
-    if (!S_ISSOCK(st.st_mode)) {
-      return FailedPreconditionError(path + " exists and is not a socket; remove it or set "
-                                            "api.socket to another path");
-    }
-    Status probe = ProbeUnixSocket(path);
-    if (probe.ok()) {
-      return FailedPreconditionError("another migd is serving on " + path + "; stop it first");
-    }
-    if (probe.code() != StatusCode::kUnavailable) {
-      return FailedPreconditionError("cannot tell whether " + path +
-                                     " is in use: " + std::string(probe.message()) +
-                                     "; remove it if no migd runs");
-    }
-    if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
-      return FailedPreconditionError("cannot remove the stale socket " + path + ": " +
-                                     Errno(errno));
-    }
-    spdlog::info("removed stale API socket{}", Fields().Add("path", path));
-  } else if (errno != ENOENT) {
+  if (::lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return OkStatus();
     return FailedPreconditionError("cannot stat " + path + ": " + Errno(errno));
   }
+  if (!S_ISSOCK(st.st_mode)) {
+    return FailedPreconditionError(path +
+                                   " exists and is not a socket; remove it or set "
+                                   "api.socket to another path");
+  }
+  Status probe = ProbeUnixSocket(path);
+  if (probe.ok()) {
+    return FailedPreconditionError("another migd is serving on " + path + "; stop it first");
+  }
+  if (probe.code() != StatusCode::kUnavailable) {
+    return FailedPreconditionError("cannot tell whether " + path + " is in use: " +
+                                   std::string(probe.message()) + "; remove it if no migd runs");
+  }
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+    return FailedPreconditionError("cannot remove the stale socket " + path + ": " + Errno(errno));
+  }
+  spdlog::info("removed stale API socket{}", Fields().Add("path", path));
+  return OkStatus();
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<ApiServer>> ApiServer::Start(const ApiServerOptions& options,
+                                                      MigManagerService* service) {
+  const std::string& path = options.socket_path;
+  MIGD_RETURN_IF_ERROR(ValidateOptions(options));
+  std::optional<gid_t> gid;
+  if (options.group) {
+    MIGD_ASSIGN_OR_RETURN(gid_t g, LookupGroup(*options.group));
+    gid = g;
+  }
+  MIGD_RETURN_IF_ERROR(PrepareSocketDirectory(path));
+  MIGD_RETURN_IF_ERROR(RemoveStaleSocket(path));
 
   std::unique_ptr<ApiServer> server(new ApiServer(options, service));
   {
@@ -257,9 +274,10 @@ void ApiServer::AcceptLoop() {
         // The pending connection stays queued; wait for descriptors to be
         // freed (or for Stop) instead of spinning on poll().
         if (!warned_fd_limit) {
-          spdlog::warn("API cannot accept connections: out of file descriptors or memory; "
-                       "raise LimitNOFILE or find the client that holds connections{}",
-                       Fields().Add("socket", options_.socket_path).Add("error", Errno(err)));
+          spdlog::warn(
+              "API cannot accept connections: out of file descriptors or memory; "
+              "raise LimitNOFILE or find the client that holds connections{}",
+              Fields().Add("socket", options_.socket_path).Add("error", Errno(err)));
           warned_fd_limit = true;
         }
         pollfd wake = {wake_fd_, POLLIN, 0};
@@ -301,7 +319,7 @@ void ApiServer::Shutdown(std::chrono::milliseconds deadline) {
 }
 
 void ApiServer::Stop(std::chrono::milliseconds deadline, bool end_watches) {
-  std::lock_guard<std::mutex> lock(shutdown_mu_);
+  MutexLock lock(&shutdown_mu_);
   if (shut_down_) return;
   shut_down_ = true;
   // No new connection may reach the gRPC server once it shuts down.
@@ -327,12 +345,12 @@ void ApiServer::Stop(std::chrono::milliseconds deadline, bool end_watches) {
   if (bound_ && ::lstat(options_.socket_path.c_str(), &st) == 0 && st.st_dev == socket_dev_ &&
       st.st_ino == socket_ino_) {
     if (::unlink(options_.socket_path.c_str()) != 0) {
-      spdlog::warn("cannot remove the API socket{}", Fields()
-                                                         .Add("path", options_.socket_path)
-                                                         .Add("error", Errno(errno)));
+      spdlog::warn("cannot remove the API socket{}",
+                   Fields().Add("path", options_.socket_path).Add("error", Errno(errno)));
     }
   }
-  if (server_ != nullptr) spdlog::info("API stopped{}", Fields().Add("socket", options_.socket_path));
+  if (server_ != nullptr)
+    spdlog::info("API stopped{}", Fields().Add("socket", options_.socket_path));
 }
 
 }  // namespace migd::api

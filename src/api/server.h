@@ -47,29 +47,29 @@
 #ifndef MIGD_API_SERVER_H_
 #define MIGD_API_SERVER_H_
 
+#include <absl/base/thread_annotations.h>
+#include <grpcpp/grpcpp.h>
 #include <sys/types.h>
 
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 
-#include <grpcpp/grpcpp.h>
-
 #include "api/service.h"
+#include "base/mutex.h"
 #include "base/status.h"
 
 namespace migd::api {
 
 struct ApiServerOptions {
-  std::string socket_path;               // required, absolute, < 108 bytes
-  mode_t mode = 0600;                     // api.socketMode
+  std::string socket_path;  // required, absolute, < 108 bytes
+  mode_t mode = 0600;       // api.socketMode
   // api.socketGroup: chown the socket to this group name or numeric gid.
   std::optional<std::string> group;
-  int max_receive_bytes = 64 * 1024;      // request size limit
+  int max_receive_bytes = 64 * 1024;  // request size limit
 };
 
 class ApiServer {
@@ -79,7 +79,7 @@ class ApiServer {
   // kFailedPrecondition (unknown group, path not a socket, live socket,
   // parent not creatable), kUnavailable (bind failed), kInternal.
   static StatusOr<std::unique_ptr<ApiServer>> Start(const ApiServerOptions& options,
-                                                   MigManagerService* service);
+                                                    MigManagerService* service);
   ~ApiServer();
   ApiServer(const ApiServer&) = delete;
   ApiServer& operator=(const ApiServer&) = delete;
@@ -115,8 +115,8 @@ class ApiServer {
   bool bound_ = false;  // the socket file at options_.socket_path is ours
   dev_t socket_dev_ = 0;
   ino_t socket_ino_ = 0;
-  std::mutex shutdown_mu_;
-  bool shut_down_ = false;  // GUARDED_BY(shutdown_mu_)
+  Mutex shutdown_mu_;  // held for the whole of Stop
+  bool shut_down_ ABSL_GUARDED_BY(shutdown_mu_) = false;
 };
 
 // Probes the unix socket at `path`: OK if something accepts a connection,

@@ -2,7 +2,9 @@
 // non-socket files), the request size limit and Shutdown's drain.
 #include "api/server.h"
 
+#include <gmock/gmock.h>
 #include <grp.h>
+#include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -11,9 +13,6 @@
 #include <cstring>
 #include <filesystem>
 #include <thread>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "api/api_test_util.h"
 #include "testing/status_matchers.h"
@@ -49,7 +48,7 @@ TEST_F(ServerTest, SocketIsMode0600InA0755DirectoryItCreated) {
   ASSERT_EQ(::lstat(socket_path().c_str(), &st), 0);
   EXPECT_TRUE(S_ISSOCK(st.st_mode));
   EXPECT_EQ(st.st_mode & 0777, 0600u);
-  ASSERT_EQ(::stat(dir_.Join("run").c_str(), &st), 0);
+  ASSERT_EQ(::stat(dir_->Join("run").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0755u);
   EXPECT_TRUE(Ping().ok());
   EXPECT_EQ(server_->socket_path(), socket_path());
@@ -113,9 +112,9 @@ TEST_F(ServerTest, UnknownGroupRefusedBeforeBinding) {
 
 TEST_F(ServerTest, LiveSocketRefused) {
   Boot();
-  EXPECT_THAT(StartAnother(), StatusIs(StatusCode::kFailedPrecondition,
-                                       "another migd is serving on " + socket_path() +
-                                           "; stop it first"));
+  EXPECT_THAT(StartAnother(),
+              StatusIs(StatusCode::kFailedPrecondition,
+                       "another migd is serving on " + socket_path() + "; stop it first"));
   EXPECT_TRUE(Ping().ok());  // the first server is untouched
 }
 
@@ -132,7 +131,8 @@ TEST_F(ServerTest, StaleSocketRemoved) {
   ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
   ::close(fd);
   ASSERT_TRUE(Exists(socket_path()));
-  EXPECT_THAT(ProbeUnixSocket(socket_path()), StatusIs(StatusCode::kUnavailable, HasSubstr("refused")));
+  EXPECT_THAT(ProbeUnixSocket(socket_path()),
+              StatusIs(StatusCode::kUnavailable, HasSubstr("refused")));
   MIGD_ASSERT_OK_AND_ASSIGN(auto s, StartAnother());
   EXPECT_TRUE(Ping().ok());
   s->Shutdown(std::chrono::milliseconds(0));
@@ -142,10 +142,11 @@ TEST_F(ServerTest, NonSocketFileRefusedAndKept) {
   Boot();
   server_->Shutdown(std::chrono::milliseconds(0));
   migd::testing::WriteFileOrDie(socket_path(), "not a socket");
-  EXPECT_THAT(StartAnother(),
-              StatusIs(StatusCode::kFailedPrecondition,
-                       socket_path() +
-                           " exists and is not a socket; remove it or set api.socket to another path"));
+  EXPECT_THAT(
+      StartAnother(),
+      StatusIs(StatusCode::kFailedPrecondition,
+               socket_path() +
+                   " exists and is not a socket; remove it or set api.socket to another path"));
   struct stat st {};
   ASSERT_EQ(::lstat(socket_path().c_str(), &st), 0);
   EXPECT_TRUE(S_ISREG(st.st_mode));
@@ -156,34 +157,36 @@ TEST_F(ServerTest, BadPathsRefused) {
   server_->Shutdown(std::chrono::milliseconds(0));
   ApiServerOptions o;
   o.socket_path = "relative/api.socket";
-  EXPECT_THAT(StartAnother(o), StatusIs(StatusCode::kInvalidArgument,
-                                        "api.socket: 'relative/api.socket' is not an absolute path"));
+  EXPECT_THAT(StartAnother(o),
+              StatusIs(StatusCode::kInvalidArgument,
+                       "api.socket: 'relative/api.socket' is not an absolute path"));
   o.socket_path = "/" + std::string(120, 'x');
   EXPECT_THAT(StartAnother(o), StatusIs(StatusCode::kInvalidArgument,
                                         HasSubstr("bytes, at most 107 (unix socket limit)")));
-  migd::testing::WriteFileOrDie(dir_.Join("file"), "x");
-  o.socket_path = dir_.Join("file/api.socket");
+  migd::testing::WriteFileOrDie(dir_->Join("file"), "x");
+  o.socket_path = dir_->Join("file/api.socket");
   EXPECT_THAT(StartAnother(o), StatusIs(StatusCode::kFailedPrecondition,
                                         HasSubstr("is not a directory; fix api.socket")));
-  o.socket_path = dir_.Join("file/sub/api.socket");
-  EXPECT_THAT(StartAnother(o), StatusIs(StatusCode::kFailedPrecondition,
-                                        HasSubstr("cannot create the socket directory " +
-                                                  dir_.Join("file/sub"))));
+  o.socket_path = dir_->Join("file/sub/api.socket");
+  EXPECT_THAT(StartAnother(o),
+              StatusIs(StatusCode::kFailedPrecondition,
+                       HasSubstr("cannot create the socket directory " + dir_->Join("file/sub"))));
   // A directory where nothing can be bound (procfs refuses socket files).
   o.socket_path = "/proc/migd-api-test.socket";
-  EXPECT_THAT(StartAnother(o), StatusIs(StatusCode::kUnavailable,
-                                        HasSubstr("cannot listen on unix:/proc/migd-api-test.socket")));
+  EXPECT_THAT(StartAnother(o),
+              StatusIs(StatusCode::kUnavailable,
+                       HasSubstr("cannot listen on unix:/proc/migd-api-test.socket")));
   o.socket_path = "";
   EXPECT_THAT(ApiServer::Start(o, service_.get()),
               StatusIs(StatusCode::kInvalidArgument, "api.socket: required"));
   o.socket_path = socket_path();
   o.max_receive_bytes = 0;
-  EXPECT_THAT(StartAnother(o), StatusIs(StatusCode::kInvalidArgument,
-                                        "max_receive_bytes must be positive"));
+  EXPECT_THAT(StartAnother(o),
+              StatusIs(StatusCode::kInvalidArgument, "max_receive_bytes must be positive"));
   o.max_receive_bytes = 64 * 1024;
   o.mode = 01777;
-  EXPECT_THAT(StartAnother(o), StatusIs(StatusCode::kInvalidArgument,
-                                        "api.socketMode: 1777 has bits outside 0777"));
+  EXPECT_THAT(StartAnother(o),
+              StatusIs(StatusCode::kInvalidArgument, "api.socketMode: 1777 has bits outside 0777"));
 }
 
 TEST_F(ServerTest, ShutdownRemovesSocketAndIsIdempotent) {

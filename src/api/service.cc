@@ -1,11 +1,11 @@
 #include "api/service.h"
 
+#include <spdlog/spdlog.h>
+
 #include <cctype>
 #include <set>
 #include <string>
 #include <utility>
-
-#include <spdlog/spdlog.h>
 
 #include "api/convert.h"
 #include "api/status_mapping.h"
@@ -40,7 +40,8 @@ Status RenameRequestField(const Status& s) {
   const std::string from = "request[";
   const std::string to = "instances[";
   for (size_t pos = msg.find(from); pos != std::string::npos; pos = msg.find(from, pos)) {
-    if (pos > 0 && (std::isalnum(static_cast<unsigned char>(msg[pos - 1])) || msg[pos - 1] == '_')) {
+    if (pos > 0 &&
+        (std::isalnum(static_cast<unsigned char>(msg[pos - 1])) || msg[pos - 1] == '_')) {
       pos += from.size();
       continue;
     }
@@ -192,11 +193,10 @@ Status MigManagerService::CheckGpus(const std::vector<engine::InstanceSpec>& spe
       return FailedPreconditionError("no GPU on this node supports MIG (GPUs: " + GpuList(gpus) +
                                      ")");
     }
-    return FailedPreconditionError("no GPU has MIG mode enabled (MIG-capable: " + hint +
-                                   "); enable it with nvidia-smi -i " +
-                                   (hint.find(',') == std::string::npos ? hint.substr(3)
-                                                                         : std::string("<index>")) +
-                                   kEnableMigTail);
+    return FailedPreconditionError(
+        "no GPU has MIG mode enabled (MIG-capable: " + hint + "); enable it with nvidia-smi -i " +
+        (hint.find(',') == std::string::npos ? hint.substr(3) : std::string("<index>")) +
+        kEnableMigTail);
   }
   return OkStatus();
 }
@@ -268,6 +268,16 @@ grpc::Status MigManagerService::Release(grpc::ServerContext* ctx, const v1::Rele
 }
 
 Status MigManagerService::DoRelease(const v1::ReleaseRequest& req, v1::ReleaseResponse* resp) {
+  if (req.has_mig_uuid()) {
+    for (const engine::GpuView& g : manager_.Gpus()) {
+      if (g.info.uuid.value() != req.mig_uuid()) continue;
+      return InvalidArgumentError("mig_uuid: '" + req.mig_uuid() + "' is the UUID of GPU " +
+                                  std::to_string(g.info.index.value()) + " (" +
+                                  g.info.uuid.value() +
+                                  "), the parent of MIG instances, not one of them: release an "
+                                  "instance by its MIG-… UUID (migctl list)");
+    }
+  }
   MIGD_RETURN_IF_ERROR(ValidateRelease(req));
   std::set<std::string> uuids;
   if (req.has_request_id()) {
@@ -379,9 +389,9 @@ Status MigManagerService::DoGetStatus(v1::GetStatusResponse* resp) {
   resp->set_driver_version(info_.driver_version);
   resp->set_nvml_library(info_.nvml_library);
   resp->set_simulated(info_.simulated);
-  resp->set_started_unix_ms(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                info_.started.time_since_epoch())
-                                .count());
+  resp->set_started_unix_ms(
+      std::chrono::duration_cast<std::chrono::milliseconds>(info_.started.time_since_epoch())
+          .count());
   resp->set_boot_id(info_.boot_id);
   resp->set_cdi_common_edits(info_.cdi_common_edits);
   for (const std::string& w : info_.warnings) resp->add_warnings(w);

@@ -3,15 +3,15 @@
 // codes and messages, and Watch.
 #include "api/service.h"
 
-#include <atomic>
-#include <condition_variable>
-#include <mutex>
-#include <thread>
-
+#include <absl/base/thread_annotations.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <thread>
+
 #include "api/api_test_util.h"
+#include "base/mutex.h"
 #include "testing/status_matchers.h"
 
 namespace migd::api {
@@ -48,11 +48,11 @@ class ServiceTest : public testing::ApiTest {
   bool WaitSubscribers(size_t n) { return hub_.WaitForSubscribers(n, std::chrono::seconds(30)); }
 };
 
-#define EXPECT_GRPC(status, code, msg)                         \
-  do {                                                         \
-    const grpc::Status s_ = (status);                          \
+#define EXPECT_GRPC(status, code, msg)                                        \
+  do {                                                                        \
+    const grpc::Status s_ = (status);                                         \
     EXPECT_EQ(s_.error_code(), grpc::StatusCode::code) << s_.error_message(); \
-    EXPECT_THAT(s_.error_message(), msg);                      \
+    EXPECT_THAT(s_.error_message(), msg);                                     \
   } while (0)
 
 TEST_F(ServiceTest, AllocateCreatesThenReplays) {
@@ -137,7 +137,8 @@ TEST_F(ServiceTest, NoPlacementIsResourceExhaustedWithThePlannersMessage) {
   Boot();
   MustAllocate(AllocReq("big0", "7g.40gb", 0));
   MustAllocate(AllocReq("big1", "7g.40gb", 1));
-  StatusOr<planner::Plan> plan = mgr_->Plan({engine::InstanceSpec{.profile = "1g.5gb", .gpu = std::nullopt, .placement = std::nullopt}});
+  StatusOr<planner::Plan> plan = mgr_->Plan(
+      {engine::InstanceSpec{.profile = "1g.5gb", .gpu = std::nullopt, .placement = std::nullopt}});
   ASSERT_EQ(plan.status().code(), StatusCode::kResourceExhausted);
   v1::AllocateResponse resp;
   EXPECT_GRPC(Allocate(AllocReq("r1", "1g.5gb"), &resp), RESOURCE_EXHAUSTED,
@@ -238,8 +239,21 @@ TEST_F(ServiceTest, ReleaseByRequestAndByUuidThenReuse) {
   EXPECT_GRPC(Release(bad, &r2), NOT_FOUND, HasSubstr("nope"));
   bad.set_mig_uuid("MIG-0a1b2c3d-0000-4000-8000-00000000abcd");
   EXPECT_GRPC(Release(bad, &r2), NOT_FOUND, HasSubstr("MIG-0a1b2c3d-0000-4000-8000-00000000abcd"));
+  // A parent GPU's UUID in place of a MIG UUID is refused, naming that GPU.
+  const std::string gpu_uuid = a.instances(0).instance().gpu_uuid();
+  bad.set_mig_uuid(gpu_uuid);
+  EXPECT_GRPC(Release(bad, &r2), INVALID_ARGUMENT,
+              HasSubstr("mig_uuid: '" + gpu_uuid + "' is the UUID of GPU " +
+                        std::to_string(a.instances(0).instance().gpu_index()) + " (" + gpu_uuid +
+                        "), the parent of MIG instances"));
+  // Every MIG UUID the API hands out names a MIG device of its GPU.
+  for (const v1::AllocatedInstance& ai : {a.instances(0), b.instances(0)}) {
+    EXPECT_THAT(ai.instance().mig_uuid(), StartsWith("MIG-"));
+    EXPECT_NE(ai.instance().mig_uuid(), ai.instance().gpu_uuid());
+  }
   bad.set_mig_uuid("GPU-x");
-  EXPECT_GRPC(Release(bad, &r2), INVALID_ARGUMENT, StartsWith("mig_uuid: 'GPU-x' is not a MIG UUID"));
+  EXPECT_GRPC(Release(bad, &r2), INVALID_ARGUMENT,
+              StartsWith("mig_uuid: 'GPU-x' is not a MIG UUID"));
   EXPECT_GRPC(Release(v1::ReleaseRequest(), &r2), INVALID_ARGUMENT,
               "target: required (request_id or mig_uuid)");
 }
@@ -334,7 +348,8 @@ TEST_F(ServiceTest, ReclaimDestroysIdleAndReportsFailures) {
   MustRelease("a");
   MustRelease("b");
   // A process on b's device makes its destroy fail.
-  ASSERT_TRUE(fake_->AttachProcess(MigUuid(b.instances(0).instance().mig_uuid()), 4242, 1 << 20).ok());
+  ASSERT_TRUE(
+      fake_->AttachProcess(MigUuid(b.instances(0).instance().mig_uuid()), 4242, 1 << 20).ok());
   v1::ReclaimResponse r;
   v1::ReclaimRequest bad;
   bad.set_gpu(9);
@@ -458,72 +473,55 @@ TEST_F(ServiceTest, CdiDisabledGivesOnlyTheLegacyForm) {
   EXPECT_GT(a.device_nodes_size(), 0);
 }
 
-TEST_F(ServiceTest, ConcurrentClientsKeepInvariants) {
-  Boot("a100-40gb:2");
-  // A watcher sees every event of the run, in strictly increasing order.
-  grpc::ClientContext wctx;
-  auto watch = stub_->Watch(&wctx, v1::WatchRequest());
-  ASSERT_TRUE(WaitSubscribers(1));
-  // Read concurrently, as a real watcher does, so that it never falls 1024
-  // events behind.
-  std::mutex seen_mu;
-  std::condition_variable seen_cv;
-  uint64_t seen = 0;
-  int out_of_order = 0;
-  std::thread reader([&] {
-    v1::InstanceEvent ev;
-    while (watch->Read(&ev)) {
-      std::lock_guard<std::mutex> lock(seen_mu);
-      if (ev.sequence() <= seen) ++out_of_order;
-      seen = ev.sequence();
-      seen_cv.notify_all();
-    }
-  });
-  std::atomic<int> unexpected{0};
-  std::atomic<int> allocated{0};
-  constexpr int kClients = 8;
-  constexpr int kOps = 40;
-  std::vector<std::thread> clients;
-  for (int c = 0; c < kClients; ++c) {
-    clients.emplace_back([&, c] {
-      auto stub = NewStub();
-      const char* profiles[] = {"1g.5gb", "2g.10gb", "1g.5gb", "3g.20gb"};
-      for (int op = 0; op < kOps; ++op) {
-        const std::string id = "c" + std::to_string(c) + "-" + std::to_string(op);
-        v1::AllocateResponse a;
-        grpc::ClientContext ctx;
-        grpc::Status s = stub->Allocate(&ctx, AllocReq(id, profiles[(c + op) % 4]), &a);
-        if (s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) continue;
-        if (!s.ok()) {
-          ++unexpected;
-          ADD_FAILURE() << id << ": " << s.error_message();
-          continue;
-        }
-        ++allocated;
-        if (op % 5 == 4) continue;  // keep some Active
-        v1::ReleaseRequest r;
-        r.set_request_id(id);
-        v1::ReleaseResponse rr;
-        grpc::ClientContext rctx;
-        s = stub->Release(&rctx, r, &rr);
-        if (!s.ok() || rr.instances_size() > 1) {
-          ++unexpected;
-          ADD_FAILURE() << id << ": " << s.error_message();
-        }
-        if (op % 7 == 6) {
-          v1::ReclaimResponse rec;
-          grpc::ClientContext cctx;
-          if (!stub->Reclaim(&cctx, v1::ReclaimRequest(), &rec).ok()) ++unexpected;
-        }
-      }
-    });
+// Reads a Watch stream on its own thread, as a real watcher does (so that it
+// never falls 1024 events behind), checking that sequences only increase.
+class SequenceWatcher {
+ public:
+  // `ctx` is the stream's context; it must outlive the watcher.
+  SequenceWatcher(grpc::ClientContext* ctx,
+                  std::unique_ptr<grpc::ClientReader<v1::InstanceEvent>> stream)
+      : ctx_(ctx), stream_(std::move(stream)), thread_([this] { Run(); }) {}
+  ~SequenceWatcher() {
+    ctx_->TryCancel();
+    thread_.join();
   }
-  for (std::thread& t : clients) t.join();
-  EXPECT_EQ(unexpected.load(), 0);
-  EXPECT_GT(allocated.load(), kClients);
+  // Waits until the watcher has read event `sequence` (generous deadline).
+  bool WaitFor(uint64_t sequence) {
+    MutexLock lock(&mu_);
+    return cv_.WaitFor(&mu_, std::chrono::seconds(30),
+                       [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return seen_ == sequence; });
+  }
+  uint64_t seen() {
+    MutexLock lock(&mu_);
+    return seen_;
+  }
+  int out_of_order() {
+    MutexLock lock(&mu_);
+    return out_of_order_;
+  }
 
-  v1::ListResponse list;
-  ASSERT_TRUE(ListAll(&list).ok());
+ private:
+  void Run() {
+    v1::InstanceEvent ev;
+    while (stream_->Read(&ev)) {
+      MutexLock lock(&mu_);
+      if (ev.sequence() <= seen_) ++out_of_order_;
+      seen_ = ev.sequence();
+      cv_.SignalAll();
+    }
+  }
+  grpc::ClientContext* const ctx_;
+  std::unique_ptr<grpc::ClientReader<v1::InstanceEvent>> stream_;
+  Mutex mu_;
+  CondVar cv_;
+  uint64_t seen_ ABSL_GUARDED_BY(mu_) = 0;
+  int out_of_order_ ABSL_GUARDED_BY(mu_) = 0;
+  std::thread thread_;
+};
+
+// No two listed instances of one GPU overlap; Active ones have an owner,
+// Idle ones none, and nothing else is left.
+void ExpectListInvariants(const v1::ListResponse& list) {
   for (int i = 0; i < list.instances_size(); ++i) {
     const v1::Instance& a = list.instances(i);
     EXPECT_TRUE(a.state() == v1::INSTANCE_STATE_ACTIVE || a.state() == v1::INSTANCE_STATE_IDLE)
@@ -537,16 +535,67 @@ TEST_F(ServiceTest, ConcurrentClientsKeepInvariants) {
       EXPECT_FALSE(overlap) << a.ShortDebugString() << " / " << b.ShortDebugString();
     }
   }
+}
+
+class ConcurrentServiceTest : public ServiceTest {
+ protected:
+  // One client: allocate, mostly release, sometimes reclaim.
+  void RunClient(int c, int ops) {
+    auto stub = NewStub();
+    const char* profiles[] = {"1g.5gb", "2g.10gb", "1g.5gb", "3g.20gb"};
+    for (int op = 0; op < ops; ++op) {
+      const std::string id = "c" + std::to_string(c) + "-" + std::to_string(op);
+      v1::AllocateResponse a;
+      grpc::ClientContext ctx;
+      grpc::Status s = stub->Allocate(&ctx, AllocReq(id, profiles[(c + op) % 4]), &a);
+      if (s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) continue;
+      if (!s.ok()) {
+        ++unexpected_;
+        ADD_FAILURE() << id << ": " << s.error_message();
+        continue;
+      }
+      ++allocated_;
+      if (op % 5 == 4) continue;  // keep some Active
+      v1::ReleaseRequest r;
+      r.set_request_id(id);
+      v1::ReleaseResponse rr;
+      grpc::ClientContext rctx;
+      s = stub->Release(&rctx, r, &rr);
+      if (!s.ok() || rr.instances_size() > 1) {
+        ++unexpected_;
+        ADD_FAILURE() << id << ": " << s.error_message();
+      }
+      if (op % 7 == 6) {
+        v1::ReclaimResponse rec;
+        grpc::ClientContext cctx;
+        if (!stub->Reclaim(&cctx, v1::ReclaimRequest(), &rec).ok()) ++unexpected_;
+      }
+    }
+  }
+  std::atomic<int> unexpected_{0};
+  std::atomic<int> allocated_{0};
+};
+
+TEST_F(ConcurrentServiceTest, ConcurrentClientsKeepInvariants) {
+  Boot("a100-40gb:2");
+  // A watcher sees every event of the run, in strictly increasing order.
+  grpc::ClientContext wctx;
+  auto watcher = std::make_unique<SequenceWatcher>(&wctx, stub_->Watch(&wctx, v1::WatchRequest()));
+  ASSERT_TRUE(WaitSubscribers(1));
+  constexpr int kClients = 8;
+  std::vector<std::thread> clients;
+  for (int c = 0; c < kClients; ++c) clients.emplace_back([this, c] { RunClient(c, 40); });
+  for (std::thread& t : clients) t.join();
+  EXPECT_EQ(unexpected_.load(), 0);
+  EXPECT_GT(allocated_.load(), kClients);
+  v1::ListResponse list;
+  ASSERT_TRUE(ListAll(&list).ok());
+  ExpectListInvariants(list);
   // The watcher reaches the last event the hub saw.
   const uint64_t last = hub_.last_sequence();
-  {
-    std::unique_lock<std::mutex> lock(seen_mu);
-    EXPECT_TRUE(seen_cv.wait_for(lock, std::chrono::seconds(30), [&] { return seen == last; }))
-        << "watcher at " << seen << ", hub at " << last;
-    EXPECT_EQ(out_of_order, 0);
-  }
-  wctx.TryCancel();
-  reader.join();
+  EXPECT_TRUE(watcher->WaitFor(last)) << "watcher at " << watcher->seen() << ", hub at " << last;
+  EXPECT_EQ(watcher->out_of_order(), 0);
+  watcher.reset();
 }
 
 // --- Watch --------------------------------------------------------------------
@@ -621,16 +670,16 @@ TEST_F(ServiceTest, WatchReclaimAndDestroyEvents) {
 }
 
 TEST_F(ServiceTest, SlowWatcherDroppedWithResourceExhausted) {
-  std::mutex mu;
-  std::condition_variable cv;
+  Mutex mu;
+  CondVar cv;
   bool stalled = false, go = false;
   ServiceOptions so;
   so.before_watch_write = [&](const v1::InstanceEvent&) {
-    std::unique_lock<std::mutex> lock(mu);
+    MutexLock lock(&mu);
     if (go) return;
     stalled = true;
-    cv.notify_all();
-    cv.wait(lock, [&] { return go; });
+    cv.SignalAll();
+    cv.Wait(&mu, [&] { return go; });
   };
   Boot("a100-40gb:1", so);
   grpc::ClientContext ctx;
@@ -639,8 +688,8 @@ TEST_F(ServiceTest, SlowWatcherDroppedWithResourceExhausted) {
   // One real event; the handler stalls on it.
   MustAllocate(AllocReq("r1", "1g.5gb"));
   {
-    std::unique_lock<std::mutex> lock(mu);
-    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(30), [&] { return stalled; }));
+    MutexLock lock(&mu);
+    ASSERT_TRUE(cv.WaitFor(&mu, std::chrono::seconds(30), [&] { return stalled; }));
   }
   // Overflow its queue through the hub the Manager feeds.
   for (uint64_t s = 0; s <= EventHub::kQueueLimit + 1; ++s) {
@@ -650,9 +699,9 @@ TEST_F(ServiceTest, SlowWatcherDroppedWithResourceExhausted) {
     hub_.OnInstanceEvent(e);
   }
   {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(&mu);
     go = true;
-    cv.notify_all();
+    cv.SignalAll();
   }
   v1::InstanceEvent ev;
   int n = 0;

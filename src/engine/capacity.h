@@ -21,7 +21,7 @@
 #include <string>
 
 #include "engine/instance_view.h"
-#include "engine/manager.h"
+#include "engine/manager_types.h"
 
 namespace migd::engine {
 
@@ -29,7 +29,7 @@ struct GpuCapacity {
   uint32_t memory_slices = 0;  // 0 when MIG is not enabled (no table)
   uint32_t free_slices = 0;
   uint32_t idle_slices = 0;
-  uint32_t active_slices = 0;   // Active, Creating, Reclaiming, Deleting, Error
+  uint32_t active_slices = 0;  // Active, Creating, Reclaiming, Deleting, Error
   uint32_t foreign_slices = 0;
   double fragmentation = 0.0;
   std::string largest_free_profile;  // largest profile creatable now ("" if none)

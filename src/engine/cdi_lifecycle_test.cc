@@ -1,47 +1,37 @@
-// The CDI lifecycle of DESIGN.md §6 through the real stack: Manager +
-// CdiObserver + cdi::Publisher over NvmlDriver on libnvidia-ml-sim.so, whose
-// fake /proc tree (MIGD_SIM_PROC_ROOT) supplies the capability minors. A spec
-// file exists exactly while its instance is Active, Idle or Error.
+// The CDI lifecycle (docs/engine.md, "CDI publication") through the real
+// stack: Manager + CdiObserver + cdi::Publisher over NvmlDriver on
+// libnvidia-ml-sim.so, whose fake /proc tree (MIGD_SIM_PROC_ROOT) supplies
+// the capability minors. A spec file exists exactly while its instance is
+// Active, Idle or Error.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 
 #include <filesystem>
 #include <map>
-#include <mutex>
-#include <set>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "base/file_util.h"
 #include "cdi/fake_host_reader.h"
 #include "cdi/names.h"
 #include "engine/cdi_observer.h"
-#include "engine/sim_fixture.h"
+#include "engine/manager_testing.h"
 #include "testing/status_matchers.h"
 
 namespace migd::engine {
 namespace {
 
-using ::migd::driver::NvmlDriver;
-using ::migd::driver::sim_testing::SimMachine;
 using ::testing::HasSubstr;
 
 constexpr char kDevRoot[] = "/fake-dev";
 
-class CdiLifecycleTest : public ::testing::Test {
+class CdiLifecycleTest : public testing::SimHardwareTest {
  protected:
   void Init(const std::map<std::string, std::string>& env = {}) {
     std::map<std::string, std::string> all = env;
-    all["MIGD_SIM_PROC_ROOT"] = dir_.Join("proc");
-    sim_ = std::make_unique<SimMachine>("a100-40gb:1", all);
-    auto d = NvmlDriver::Open(MIGD_SIM_LIBRARY);
-    ASSERT_TRUE(d.ok()) << d.status();
-    driver_ = std::move(*d);
-    auto st = testing::OpenSimStore(dir_.Join("state"), clock_);
-    ASSERT_TRUE(st.ok()) << st.status();
-    store_ = std::move(*st);
-    opts_.boot_id = testing::kSimBoot;
+    all["MIGD_SIM_PROC_ROOT"] = dir_->Join("proc");
+    SimHardwareTest::Init(MIGD_SIM_LIBRARY, "a100-40gb:1", all);
     std::filesystem::create_directories(spec_dir());
     const std::string dev = kDevRoot;
     reader_.AddNode(dev + "/nvidia0", {'c', 195, 0, 0666});
@@ -50,24 +40,14 @@ class CdiLifecycleTest : public ::testing::Test {
     reader_.AddNode(dev + "/nvidia-uvm-tools", {'c', 511, 1, 0666});
     cdi::Options o;
     o.spec_dir = spec_dir();
-    o.proc_root = dir_.Join("proc");
+    o.proc_root = dir_->Join("proc");
     o.dev_root = kDevRoot;
     o.sync = false;
     publisher_ = std::make_unique<cdi::Publisher>(o, &reader_);
-    observer_ = std::make_unique<CdiObserver>(publisher_.get());
+    cdi_ = std::make_unique<CdiObserver>(publisher_.get());
+    observer_ = cdi_.get();
   }
-  void Start() {
-    auto m = Manager::Create(opts_, *driver_, *store_, clock_, owners_, observer_.get());
-    ASSERT_TRUE(m.ok()) << m.status();
-    mgr_ = std::move(*m);
-  }
-  void TearDown() override {
-    mgr_.reset();
-    store_.reset();
-    driver_.reset();
-    sim_.reset();
-  }
-  std::string spec_dir() const { return dir_.Join("cdi"); }
+  std::string spec_dir() const { return dir_->Join("cdi"); }
   std::string SpecPath(const MigUuid& uuid) const {
     return spec_dir() + "/" + cdi::SpecFileName(cdi::Kind(), uuid.value());
   }
@@ -79,17 +59,9 @@ class CdiLifecycleTest : public ::testing::Test {
     return testing::Req(id, {testing::Spec(profile)});
   }
 
-  migd::testing::TempDir dir_;
-  FakeClock clock_;
-  std::unique_ptr<SimMachine> sim_;
-  std::unique_ptr<NvmlDriver> driver_;
-  std::unique_ptr<store::RecordStore> store_;
-  RecordsOwnerSource owners_;
-  ManagerOptions opts_;
   cdi::testing::FakeHostReader reader_;
   std::unique_ptr<cdi::Publisher> publisher_;
-  std::unique_ptr<CdiObserver> observer_;
-  std::unique_ptr<Manager> mgr_;
+  std::unique_ptr<CdiObserver> cdi_;
 };
 
 TEST_F(CdiLifecycleTest, SpecWrittenBeforeAllocateReturnsKeptWhileIdleRemovedAfterDestroy) {
@@ -115,7 +87,7 @@ TEST_F(CdiLifecycleTest, SpecWrittenBeforeAllocateReturnsKeptWhileIdleRemovedAft
   }
   EXPECT_TRUE(paths.count("/dev/nvidia-caps/nvidia-cap" + std::to_string(gi_minor))) << text;
   EXPECT_TRUE(paths.count("/dev/nvidia-caps/nvidia-cap" + std::to_string(ci_minor))) << text;
-  ASSERT_TRUE(observer_->SpecOf(inst.mig_uuid).has_value());
+  ASSERT_TRUE(cdi_->SpecOf(inst.mig_uuid).has_value());
 
   MIGD_ASSERT_OK(mgr_->Release("a"));
   EXPECT_TRUE(HasSpec(inst.mig_uuid)) << "an Idle instance keeps its spec";
@@ -131,7 +103,7 @@ TEST_F(CdiLifecycleTest, SpecWrittenBeforeAllocateReturnsKeptWhileIdleRemovedAft
   MIGD_ASSERT_OK_AND_ASSIGN(ReclaimResult r, mgr_->Reclaim({}));
   ASSERT_EQ(r.destroyed.size(), 1u);
   EXPECT_FALSE(HasSpec(inst.mig_uuid)) << "removed after the GI/CI was destroyed";
-  EXPECT_FALSE(observer_->SpecOf(inst.mig_uuid).has_value());
+  EXPECT_FALSE(cdi_->SpecOf(inst.mig_uuid).has_value());
 }
 
 TEST_F(CdiLifecycleTest, ErrorInstanceKeepsItsSpecUntilTheDestroySucceeds) {
@@ -162,8 +134,8 @@ TEST_F(CdiLifecycleTest, StartupRemovesStraySpecsAndRewritesMissingOnes) {
   mgr_.reset();
 
   const MigUuid stray("MIG-11111111-2222-5333-8444-555555555555");
-  MIGD_ASSERT_OK(
-      AtomicWriteFile(SpecPath(stray), "{\"cdiVersion\":\"0.5.0\"}", {.mode = 0644, .sync = false}));
+  MIGD_ASSERT_OK(AtomicWriteFile(SpecPath(stray), "{\"cdiVersion\":\"0.5.0\"}",
+                                 {.mode = 0644, .sync = false}));
   MIGD_ASSERT_OK(RemoveFile(SpecPath(b.instances[0].mig_uuid)));
   const std::string foreign = spec_dir() + "/nvidia.yaml";
   MIGD_ASSERT_OK(AtomicWriteFile(foreign, "cdiVersion: 0.5.0\n", {.mode = 0644, .sync = false}));

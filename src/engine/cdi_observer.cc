@@ -1,7 +1,8 @@
 #include "engine/cdi_observer.h"
 
-#include <set>
 #include <spdlog/spdlog.h>
+
+#include <set>
 
 #include "base/logging.h"
 #include "base/status_macros.h"
@@ -15,7 +16,7 @@ Status CdiObserver::OnPublish(const PublishedInstance& instance) {
                        .mig_uuid = instance.mig_uuid};
   std::optional<cdi::BuiltSpec> cached;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     auto it = specs_.find(instance.mig_uuid);
     if (it != specs_.end() && it->second.instance.gpu_minor == mig.gpu_minor &&
         it->second.instance.gi_id == mig.gi_id && it->second.instance.ci_id == mig.ci_id) {
@@ -25,14 +26,14 @@ Status CdiObserver::OnPublish(const PublishedInstance& instance) {
   StatusOr<cdi::BuiltSpec> built =
       cached ? publisher_->PublishBuilt(std::move(*cached)) : publisher_->Publish(mig);
   if (!built.ok()) return built.status();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   specs_[instance.mig_uuid] = Entry{mig, std::move(*built)};
   return OkStatus();
 }
 
 Status CdiObserver::OnUnpublish(const PublishedInstance& instance) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     specs_.erase(instance.mig_uuid);
   }
   return publisher_->Unpublish(instance.mig_uuid);
@@ -41,9 +42,9 @@ Status CdiObserver::OnUnpublish(const PublishedInstance& instance) {
 Status CdiObserver::OnRecovered(const std::vector<MigUuid>& tracked) {
   MIGD_ASSIGN_OR_RETURN(cdi::SweepReport report, publisher_->Sweep(tracked));
   if (!report.removed.empty() || !report.missing.empty()) {
-    spdlog::info("CDI startup sweep{}", Fields()
-                                            .Add("removed", report.removed.size())
-                                            .Add("missing", report.missing.size()));
+    spdlog::info(
+        "CDI startup sweep{}",
+        Fields().Add("removed", report.removed.size()).Add("missing", report.missing.size()));
   }
   return OkStatus();
 }
@@ -51,7 +52,7 @@ Status CdiObserver::OnRecovered(const std::vector<MigUuid>& tracked) {
 Status CdiObserver::OnReconcile() { return publisher_->RetryPendingRemovals(); }
 
 std::optional<cdi::BuiltSpec> CdiObserver::SpecOf(const MigUuid& mig_uuid) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = specs_.find(mig_uuid);
   if (it == specs_.end()) return std::nullopt;
   return it->second.built;

@@ -1,7 +1,7 @@
 // File: engine/cdi_observer.h
 //
 // CdiObserver: the InstanceObserver that keeps one CDI spec file per MIG
-// instance (DESIGN.md §6) through cdi::Publisher:
+// instance (docs/engine.md, "CDI publication") through cdi::Publisher:
 //   OnPublish    before Allocate returns (create or reuse; on reuse the file
 //                is verified and rewritten only if it differs) and for every
 //                instance recovery verified;
@@ -20,12 +20,14 @@
 #ifndef MIGD_ENGINE_CDI_OBSERVER_H_
 #define MIGD_ENGINE_CDI_OBSERVER_H_
 
+#include <absl/base/thread_annotations.h>
+
 #include <map>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "base/mutex.h"
 #include "cdi/publisher.h"
 #include "engine/instance_observer.h"
 
@@ -50,8 +52,8 @@ class CdiObserver final : public InstanceObserver {
     cdi::BuiltSpec built;
   };
   cdi::Publisher* const publisher_;
-  mutable std::mutex mu_;
-  std::map<MigUuid, Entry> specs_;  // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  std::map<MigUuid, Entry> specs_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace migd::engine

@@ -2,19 +2,21 @@
 // reloadable policy (SetPolicy), migProfileAllowlist and Gpus().
 #include "engine/events.h"
 
-#include <mutex>
-#include <string>
-#include <vector>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "engine/manager_test_fixture.h"
+#include <string>
+#include <vector>
+
+#include "base/mutex.h"
+#include "engine/manager_testing.h"
 #include "testing/status_matchers.h"
 
 namespace migd::engine {
 namespace {
 
+using ::migd::engine::testing::OpaqueReq;
+using ::migd::engine::testing::Spec;
 using ::migd::testing::StatusIs;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
@@ -23,7 +25,7 @@ using ::testing::HasSubstr;
 class RecordingListener final : public EngineListener {
  public:
   void OnInstanceEvent(const InstanceEvent& e) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     sequences_.push_back(e.sequence);
     events_.push_back(std::string(InstanceStateName(e.from)) + ">" +
                       std::string(InstanceStateName(e.to)) + ":" +
@@ -31,58 +33,56 @@ class RecordingListener final : public EngineListener {
     last_ = e;
   }
   void OnAllocation(const AllocationOutcome& o) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     allocations_.push_back(o.request_id + ":" + std::string(StatusCodeName(o.code)) + ":" +
                            std::string(AllocationPathName(o.path)) +
                            (o.replayed ? ":replayed" : ""));
   }
   void OnReclaim(EventReason reason, const InstanceView& v) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     reclaims_.push_back(std::string(EventReasonName(reason)) + ":" + v.profile);
   }
   std::vector<std::string> TakeEvents() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     return std::exchange(events_, {});
   }
   std::vector<std::string> allocations() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     return allocations_;
   }
   std::vector<std::string> reclaims() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     return reclaims_;
   }
   std::vector<uint64_t> sequences() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     return sequences_;
   }
   InstanceEvent last() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     return last_;
   }
 
  private:
-  std::mutex mu_;
-  std::vector<std::string> events_;
-  std::vector<std::string> allocations_;
-  std::vector<std::string> reclaims_;
-  std::vector<uint64_t> sequences_;
-  InstanceEvent last_;
+  Mutex mu_;
+  std::vector<std::string> events_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> allocations_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> reclaims_ ABSL_GUARDED_BY(mu_);
+  std::vector<uint64_t> sequences_ ABSL_GUARDED_BY(mu_);
+  InstanceEvent last_ ABSL_GUARDED_BY(mu_);
 };
 
-class EventsTest : public ManagerTest {
+class EventsTest : public testing::FakeHardwareTest {
  protected:
-  void SetUp() override {
-    ManagerTest::SetUp();
-    opts_.listener = &listener_;
-  }
+  ~EventsTest() override { mgr_.reset(); }  // before listener_ goes
+  void SetUp() override { opts_.listener = &listener_; }
   RecordingListener listener_;
 };
 
 TEST_F(EventsTest, CreateReleaseReuseEmitEveryTransitionInOrder) {
   Machine("a100-40gb:1");
   Start();
-  MIGD_ASSERT_OK_AND_ASSIGN(Allocation a, mgr_->Allocate(Req("r1", {Spec("3g.20gb")})));
+  MIGD_ASSERT_OK_AND_ASSIGN(Allocation a, mgr_->Allocate(OpaqueReq("r1", {Spec("3g.20gb")})));
   EXPECT_THAT(listener_.TakeEvents(),
               ElementsAre("None>Creating:allocate", "Creating>Active:allocate"));
   InstanceEvent last = listener_.last();
@@ -96,12 +96,12 @@ TEST_F(EventsTest, CreateReleaseReuseEmitEveryTransitionInOrder) {
   EXPECT_TRUE(listener_.last().instance.owner.empty());
   EXPECT_TRUE(listener_.last().instance.request_id.empty());
 
-  MIGD_ASSERT_OK_AND_ASSIGN(Allocation b, mgr_->Allocate(Req("r2", {Spec("3g.20gb")})));
+  MIGD_ASSERT_OK_AND_ASSIGN(Allocation b, mgr_->Allocate(OpaqueReq("r2", {Spec("3g.20gb")})));
   EXPECT_THAT(listener_.TakeEvents(), ElementsAre("Idle>Active:allocate"));
   EXPECT_EQ(listener_.last().instance.request_id, "r2");
   EXPECT_EQ(b.instances[0].mig_uuid, a.instances[0].mig_uuid);
 
-  MIGD_ASSERT_OK_AND_ASSIGN(Allocation c, mgr_->Allocate(Req("r2", {Spec("3g.20gb")})));
+  MIGD_ASSERT_OK_AND_ASSIGN(Allocation c, mgr_->Allocate(OpaqueReq("r2", {Spec("3g.20gb")})));
   EXPECT_TRUE(c.replayed);
   EXPECT_THAT(listener_.allocations(),
               ElementsAre("r1:OK:create", "r2:OK:reuse", "r2:OK:none:replayed"));
@@ -112,11 +112,11 @@ TEST_F(EventsTest, CreateReleaseReuseEmitEveryTransitionInOrder) {
 TEST_F(EventsTest, PressureReclaimIsReportedWithItsReason) {
   Machine("a100-40gb:1");
   Start();
-  ENGINE_ASSERT_OK(mgr_->Allocate(Req("a", {Spec("4g.20gb")})));
+  ENGINE_ASSERT_OK(mgr_->Allocate(OpaqueReq("a", {Spec("4g.20gb")})));
   ENGINE_ASSERT_OK(mgr_->Release("a"));
   listener_.TakeEvents();
   // 7g needs the whole GPU: the Idle 4g is reclaimed first.
-  ENGINE_ASSERT_OK(mgr_->Allocate(Req("b", {Spec("7g.40gb")})));
+  ENGINE_ASSERT_OK(mgr_->Allocate(OpaqueReq("b", {Spec("7g.40gb")})));
   EXPECT_THAT(listener_.TakeEvents(),
               ElementsAre("Idle>Reclaiming:reclaim-pressure", "None>Creating:allocate",
                           "Reclaiming>Deleting:reclaim-pressure", "Deleting>None:destroy",
@@ -129,24 +129,23 @@ TEST_F(EventsTest, OperatorTtlAndCapReclaimsCarryTheirReasons) {
   Machine("a100-40gb:1");
   Start();
   for (const char* id : {"a", "b", "c"}) {
-    ENGINE_ASSERT_OK(mgr_->Allocate(Req(id, {Spec("1g.5gb")})));
+    ENGINE_ASSERT_OK(mgr_->Allocate(OpaqueReq(id, {Spec("1g.5gb")})));
     ENGINE_ASSERT_OK(mgr_->Release(id));
   }
-  MIGD_ASSERT_OK_AND_ASSIGN(ReclaimResult r, mgr_->Reclaim({.gpu = std::nullopt,
-                                                              .profile = std::nullopt}));
+  MIGD_ASSERT_OK_AND_ASSIGN(ReclaimResult r,
+                            mgr_->Reclaim({.gpu = std::nullopt, .profile = std::nullopt}));
   // The second and third allocations reused the first one's Idle instance.
   ASSERT_EQ(r.destroyed.size(), 1u);
   EXPECT_THAT(listener_.reclaims(), ElementsAre("reclaim-operator:1g.5gb"));
 
   // Cap: two Idle instances, cap 1.
-  ENGINE_ASSERT_OK(mgr_->Allocate(Req("d", {Spec("1g.5gb"), Spec("1g.5gb")})));
+  ENGINE_ASSERT_OK(mgr_->Allocate(OpaqueReq("d", {Spec("1g.5gb"), Spec("1g.5gb")})));
   ENGINE_ASSERT_OK(mgr_->Release("d"));
   ManagerPolicy p = mgr_->policy();
   p.max_idle_per_gpu = 1;
   ENGINE_ASSERT_OK(mgr_->SetPolicy(p));
   ENGINE_ASSERT_OK(mgr_->ReconcileOnce());
-  EXPECT_THAT(listener_.reclaims(),
-              ElementsAre("reclaim-operator:1g.5gb", "reclaim-cap:1g.5gb"));
+  EXPECT_THAT(listener_.reclaims(), ElementsAre("reclaim-operator:1g.5gb", "reclaim-cap:1g.5gb"));
 
   // TTL: the last Idle one, once it is old enough.
   p.max_idle_per_gpu.reset();
@@ -156,25 +155,24 @@ TEST_F(EventsTest, OperatorTtlAndCapReclaimsCarryTheirReasons) {
   EXPECT_EQ(listener_.reclaims().size(), 2u);  // not old enough yet
   clock_.Advance(std::chrono::minutes(11));
   ENGINE_ASSERT_OK(mgr_->ReconcileOnce());
-  EXPECT_THAT(listener_.reclaims(), ElementsAre("reclaim-operator:1g.5gb", "reclaim-cap:1g.5gb",
-                                                "reclaim-ttl:1g.5gb"));
+  EXPECT_THAT(listener_.reclaims(),
+              ElementsAre("reclaim-operator:1g.5gb", "reclaim-cap:1g.5gb", "reclaim-ttl:1g.5gb"));
 }
 
 TEST_F(EventsTest, FailedAllocationIsReportedWithItsCode) {
   Machine("a100-40gb:1");
   Start();
-  ENGINE_ASSERT_OK(mgr_->Allocate(Req("big", {Spec("7g.40gb")})));
-  EXPECT_THAT(mgr_->Allocate(Req("no", {Spec("1g.5gb")})),
+  ENGINE_ASSERT_OK(mgr_->Allocate(OpaqueReq("big", {Spec("7g.40gb")})));
+  EXPECT_THAT(mgr_->Allocate(OpaqueReq("no", {Spec("1g.5gb")})),
               StatusIs(StatusCode::kResourceExhausted, ::testing::_));
-  EXPECT_THAT(listener_.allocations(),
-              ElementsAre("big:OK:create", "no:RESOURCE_EXHAUSTED:none"));
+  EXPECT_THAT(listener_.allocations(), ElementsAre("big:OK:create", "no:RESOURCE_EXHAUSTED:none"));
 }
 
 TEST_F(EventsTest, RecoveryAnnouncesEveryRestoredInstance) {
   Machine("a100-40gb:1");
   Start();
-  ENGINE_ASSERT_OK(mgr_->Allocate(Req("a", {Spec("3g.20gb")})));
-  ENGINE_ASSERT_OK(mgr_->Allocate(Req("b", {Spec("2g.10gb")})));
+  ENGINE_ASSERT_OK(mgr_->Allocate(OpaqueReq("a", {Spec("3g.20gb")})));
+  ENGINE_ASSERT_OK(mgr_->Allocate(OpaqueReq("b", {Spec("2g.10gb")})));
   ENGINE_ASSERT_OK(mgr_->Release("b"));
   listener_.TakeEvents();
   Restart();
@@ -186,10 +184,11 @@ TEST_F(EventsTest, RecoveryAnnouncesEveryRestoredInstance) {
 TEST_F(EventsTest, DestroyFailureEmitsErrorThenRetryCleansIt) {
   Machine("a100-40gb:1");
   Start();
-  ENGINE_ASSERT_OK(mgr_->Allocate(Req("a", {Spec("3g.20gb")})));
+  ENGINE_ASSERT_OK(mgr_->Allocate(OpaqueReq("a", {Spec("3g.20gb")})));
   ENGINE_ASSERT_OK(mgr_->Release("a"));
   listener_.TakeEvents();
-  faults_->FailNthCall(driver::FaultInjectingDriver::Method::kDestroyGi, 1, UnknownError("NVML_ERROR_UNKNOWN"));
+  faults_->FailNthCall(driver::FaultInjectingDriver::Method::kDestroyGi, 1,
+                       UnknownError("NVML_ERROR_UNKNOWN"));
   MIGD_ASSERT_OK_AND_ASSIGN(ReclaimResult r, mgr_->Reclaim({}));
   ASSERT_EQ(r.failed.size(), 1u);
   EXPECT_EQ(r.failed[0].state, InstanceState::kError);
@@ -205,18 +204,18 @@ TEST_F(EventsTest, AllowlistRefusesOtherProfilesAndAcceptsAliases) {
   Machine("a100-40gb:1");
   opts_.profile_allowlist = {"1g.5gb", "3g.20gb"};
   Start();
-  ENGINE_ASSERT_OK(mgr_->Allocate(Req("a", {Spec("1g.5gb")})));
-  EXPECT_THAT(mgr_->Allocate(Req("b", {Spec("2g.10gb")})),
-              StatusIs(StatusCode::kPermissionDenied,
-                       HasSubstr("profile 2g.10gb is not in migProfileAllowlist (1g.5gb, 3g.20gb)")));
+  ENGINE_ASSERT_OK(mgr_->Allocate(OpaqueReq("a", {Spec("1g.5gb")})));
+  EXPECT_THAT(
+      mgr_->Allocate(OpaqueReq("b", {Spec("2g.10gb")})),
+      StatusIs(StatusCode::kPermissionDenied,
+               HasSubstr("profile 2g.10gb is not in migProfileAllowlist (1g.5gb, 3g.20gb)")));
   EXPECT_THAT(mgr_->Plan({Spec("2g.10gb")}), StatusIs(StatusCode::kPermissionDenied, ::testing::_));
-  EXPECT_THAT(listener_.allocations(),
-              ElementsAre("a:OK:create", "b:PERMISSION_DENIED:none"));
+  EXPECT_THAT(listener_.allocations(), ElementsAre("a:OK:create", "b:PERMISSION_DENIED:none"));
   // Reload: the list can be widened without a restart.
   ManagerPolicy p = mgr_->policy();
   p.profile_allowlist.clear();
   ENGINE_ASSERT_OK(mgr_->SetPolicy(p));
-  ENGINE_ASSERT_OK(mgr_->Allocate(Req("b", {Spec("2g.10gb")})));
+  ENGINE_ASSERT_OK(mgr_->Allocate(OpaqueReq("b", {Spec("2g.10gb")})));
 }
 
 TEST_F(EventsTest, SetPolicyRejectsUnknownProfilesAndChangesNothing) {
@@ -225,12 +224,12 @@ TEST_F(EventsTest, SetPolicyRejectsUnknownProfilesAndChangesNothing) {
   const ManagerPolicy before = mgr_->policy();
   ManagerPolicy p;
   p.warm_pool = {{"9g.1gb", 1}};
-  EXPECT_THAT(mgr_->SetPolicy(p),
-              StatusIs(StatusCode::kInvalidArgument, HasSubstr("lifecycle.warmPool: profile 9g.1gb")));
+  EXPECT_THAT(mgr_->SetPolicy(p), StatusIs(StatusCode::kInvalidArgument,
+                                           HasSubstr("lifecycle.warmPool: profile 9g.1gb")));
   p.warm_pool.clear();
   p.profile_allowlist = {"1g.5gb", "nope"};
-  EXPECT_THAT(mgr_->SetPolicy(p),
-              StatusIs(StatusCode::kInvalidArgument, HasSubstr("migProfileAllowlist: profile nope")));
+  EXPECT_THAT(mgr_->SetPolicy(p), StatusIs(StatusCode::kInvalidArgument,
+                                           HasSubstr("migProfileAllowlist: profile nope")));
   p.profile_allowlist.clear();
   p.idle_ttl = std::chrono::seconds(0);
   EXPECT_THAT(mgr_->SetPolicy(p), StatusIs(StatusCode::kInvalidArgument, HasSubstr("idleTTL")));

@@ -1,10 +1,10 @@
 // File: engine/instance_observer.h
 //
-// InstanceObserver: the hook through which the CDI module (a later issue)
-// follows instances. The Manager calls OnPublish before Allocate returns an
-// instance (created or reused) and after recovery verified an Active or Idle
-// instance; it calls OnUnpublish only after the GI/CI was destroyed (never on
-// release: an Idle instance keeps its CDI file, DESIGN.md §6).
+// InstanceObserver: the hook through which the CDI module follows instances.
+// The Manager calls OnPublish before Allocate returns an instance (created or
+// reused) and after recovery verified an Active or Idle instance; it calls
+// OnUnpublish only after the GI/CI was destroyed (never on release: an Idle
+// instance keeps its CDI file).
 //
 // Thread-safety: implementations must be thread-safe; the Manager calls them
 // without holding its registry lock, possibly from several threads (one per
@@ -17,21 +17,16 @@
 
 #include "base/ids.h"
 #include "base/status.h"
-#include "mig/placement.h"
+#include "store/instance_identity.h"
 
 namespace migd::engine {
 
-// What an observer learns about an instance.
-struct PublishedInstance {
+// What an observer learns about an instance: its identity, where its GPU
+// sits (index, /dev/nvidia<minor>) and its profile name.
+struct PublishedInstance : store::InstanceIdentity {
   GpuIndex gpu;
-  GpuUuid gpu_uuid;
   uint32_t gpu_minor = 0;
-  GiProfileId profile_id;
   std::string profile;
-  mig::Placement placement;
-  NvmlGiId gi_id;
-  NvmlCiId ci_id;
-  MigUuid mig_uuid;
 };
 
 class InstanceObserver {

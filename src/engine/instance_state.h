@@ -1,8 +1,9 @@
 // File: engine/instance_state.h
 //
-// The lifecycle states of a migd-managed MIG instance and the transition
-// table of DESIGN.md §3. The Manager changes an instance's state only through
-// CanTransition(); every transition not listed here is refused.
+// The lifecycle states of a migd-managed MIG instance and their transition
+// table (docs/engine.md, "Instance lifecycle"). The engine changes an
+// instance's state only through CanTransition() (Registry::Transition); every
+// transition not listed here is refused.
 //
 //   (none) -> Creating            plan: create
 //   Creating -> Active            create succeeded and the allocation completed
@@ -40,8 +41,8 @@ enum class InstanceState {
 };
 
 inline constexpr InstanceState kAllInstanceStates[] = {
-    InstanceState::kNone,       InstanceState::kCreating, InstanceState::kActive,
-    InstanceState::kIdle,       InstanceState::kReclaiming, InstanceState::kDeleting,
+    InstanceState::kNone, InstanceState::kCreating,   InstanceState::kActive,
+    InstanceState::kIdle, InstanceState::kReclaiming, InstanceState::kDeleting,
     InstanceState::kError};
 
 // "None", "Creating", "Active", "Idle", "Reclaiming", "Deleting", "Error".

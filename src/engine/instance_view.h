@@ -1,7 +1,9 @@
 // File: engine/instance_view.h
 //
 // Value types the Manager hands out about GPUs and instances (copies; no
-// lifetime ties to the Manager).
+// lifetime ties to the Manager). An InstanceView is the instance's identity
+// (store::InstanceIdentity: GPU UUID, profile id, placement, GI id, CI id,
+// MIG UUID) plus its state, owner and use.
 //
 // Thread-safety: plain values.
 #ifndef MIGD_ENGINE_INSTANCE_VIEW_H_
@@ -15,21 +17,16 @@
 #include "driver/gpu_driver.h"
 #include "engine/instance_state.h"
 #include "mig/catalog.h"
-#include "mig/placement.h"
+#include "store/instance_identity.h"
 #include "store/record.h"
 
 namespace migd::engine {
 
-struct InstanceView {
+// gi_id, ci_id and mig_uuid are 0 / empty while the instance is Creating.
+struct InstanceView : store::InstanceIdentity {
   InstanceState state = InstanceState::kNone;
   GpuIndex gpu;
-  GpuUuid gpu_uuid;
-  GiProfileId profile_id;
-  std::string profile;
-  mig::Placement placement;
-  NvmlGiId gi_id;
-  NvmlCiId ci_id;
-  MigUuid mig_uuid;
+  std::string profile;  // canonical profile name
   store::Owner owner;
   std::string request_id;
   std::optional<Clock::TimePoint> last_used;

@@ -2,22 +2,21 @@
 // libnvidia-ml-sim.so by path: the seed rules, exact NVML call budgets from
 // the simulator's own counters, and recovery with the hardware compared
 // before and after.
-#include <iostream>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "engine/sim_fixture.h"
+#include <iostream>
+#include <map>
+#include <set>
+#include <string>
+
+#include "engine/manager_testing.h"
 #include "testing/status_matchers.h"
 
 namespace migd::engine {
 namespace {
 
-using driver::NvmlDriver;
 using driver::sim_testing::CallCounts;
-using driver::sim_testing::Delta;
-using driver::sim_testing::SimMachine;
-using ::migd::engine::testing::CountingObserver;
 using ::migd::engine::testing::Describe;
 using ::migd::engine::testing::ExpectConsistent;
 using ::migd::engine::testing::LiveLayout;
@@ -28,61 +27,11 @@ using ::testing::HasSubstr;
 using ::migd::engine::testing::Req;
 using ::migd::engine::testing::Spec;
 
-// One simulated machine, one NVML session (NvmlDriver::Open), one store, one
-// Manager. Tests call Init() after MIGD_RUN_IN_FRESH_PROCESS() when they need
-// per-process simulator state.
-class EngineSimTest : public ::testing::Test {
+class EngineSimTest : public testing::SimHardwareTest {
  protected:
   void Init(const std::string& gpus, const std::map<std::string, std::string>& env = {}) {
-    sim_ = std::make_unique<SimMachine>(gpus, env);
-    auto d = NvmlDriver::Open(MIGD_SIM_LIBRARY);
-    ASSERT_TRUE(d.ok()) << d.status();
-    driver_ = std::move(*d);
-    OpenStore();
-    opts_.boot_id = testing::kSimBoot;
+    SimHardwareTest::Init(MIGD_SIM_LIBRARY, gpus, env);
   }
-  void OpenStore() {
-    auto st = testing::OpenSimStore(dir_.Join("state"), clock_);
-    ASSERT_TRUE(st.ok()) << st.status();
-    store_ = std::move(*st);
-  }
-  StatusOr<std::unique_ptr<Manager>> Make() {
-    return Manager::Create(opts_, *driver_, *store_, clock_, owners_, &obs_);
-  }
-  void Start() {
-    auto m = Make();
-    ASSERT_TRUE(m.ok()) << m.status();
-    mgr_ = std::move(*m);
-  }
-  void TearDown() override {
-    mgr_.reset();
-    store_.reset();
-    driver_.reset();
-    sim_.reset();
-  }
-  InstanceView Get(const MigUuid& uuid) {
-    for (const auto& v : mgr_->List().instances) {
-      if (v.mig_uuid == uuid) return v;
-    }
-    return InstanceView();
-  }
-  // Calls of the simulator's NVML functions made by `fn`.
-  template <typename F>
-  CallCounts Measure(F&& fn) {
-    const CallCounts before = sim_->Counts();
-    fn();
-    return Delta(before, sim_->Counts());
-  }
-
-  migd::testing::TempDir dir_;
-  FakeClock clock_;
-  std::unique_ptr<SimMachine> sim_;
-  std::unique_ptr<NvmlDriver> driver_;
-  std::unique_ptr<store::RecordStore> store_;
-  RecordsOwnerSource owners_;
-  CountingObserver obs_;
-  ManagerOptions opts_;
-  std::unique_ptr<Manager> mgr_;
 };
 
 TEST_F(EngineSimTest, NvmlCallBudgetAndOneSessionPerProcess) {
@@ -92,6 +41,7 @@ TEST_F(EngineSimTest, NvmlCallBudgetAndOneSessionPerProcess) {
   StatusOr<Allocation> a = InvalidArgumentError("unset");
   const CallCounts first_create = Measure([&] { a = mgr_->Allocate(Req("a", {Spec("1g.5gb")})); });
   ASSERT_TRUE(a.ok()) << a.status();
+  testing::ExpectMigIdentities(a->instances);
   StatusOr<Allocation> b = InvalidArgumentError("unset");
   const CallCounts create = Measure([&] { b = mgr_->Allocate(Req("b", {Spec("1g.5gb")})); });
   ASSERT_TRUE(b.ok()) << b.status();
@@ -125,6 +75,30 @@ TEST_F(EngineSimTest, NvmlCallBudgetAndOneSessionPerProcess) {
   driver_.reset();  // nvmlShutdown
   EXPECT_EQ(sim_->Count("nvmlInit_v2", "SUCCESS"), 1u);
   EXPECT_EQ(sim_->Count("nvmlShutdown", "SUCCESS"), 1u);
+}
+
+// Through the production NvmlDriver: every instance handed out is a MIG
+// device of its GPU (MIG-…, not the parent GPU's UUID, unique), before and
+// after a restart. This would have caught a driver that reads NVML's
+// "Parent device" field as the instance's identity.
+TEST_F(EngineSimTest, AllocatedMigUuidsNameMigDevicesNotTheirParents) {
+  Init("a100-40gb:1,h100-80gb:1");
+  Start();
+  std::set<MigUuid> seen;
+  const std::vector<std::string> profiles = {"1g.5gb", "2g.10gb", "3g.20gb", "1g.10gb", "2g.20gb"};
+  for (size_t i = 0; i < profiles.size(); ++i) {
+    MIGD_ASSERT_OK_AND_ASSIGN(Allocation a,
+                              mgr_->Allocate(Req("r" + std::to_string(i), {Spec(profiles[i])})));
+    ASSERT_EQ(a.instances.size(), 1u);
+    testing::ExpectMigIdentity(a.instances[0].gpu_uuid, a.instances[0].mig_uuid);
+    EXPECT_TRUE(seen.insert(a.instances[0].mig_uuid).second) << a.instances[0].mig_uuid;
+  }
+  ExpectConsistent(*mgr_, *driver_, *store_);
+  mgr_.reset();
+  OpenStore();
+  Start();
+  EXPECT_EQ(mgr_->recovery_summary().active, profiles.size());
+  testing::ExpectMigIdentities(mgr_->List().instances);
 }
 
 TEST_F(EngineSimTest, ActiveIsNeverReclaimed) {
@@ -162,8 +136,9 @@ TEST_F(EngineSimTest, SamePlacementReusesIdleInstanceAndMigUuid) {
                             mgr_->Allocate(Req("a", {Spec("2g.20gb", 0, mig::Placement{2, 2})})));
   ENGINE_ASSERT_OK(mgr_->Release("a"));
   StatusOr<Allocation> b = InvalidArgumentError("unset");
-  const CallCounts calls = Measure(
-      [&] { b = mgr_->Allocate(Req("b", {Spec("2g.20gb", 0, mig::Placement{2, 2})})); });
+  const CallCounts calls = Measure([&] {
+    b = mgr_->Allocate(Req("b", {Spec("2g.20gb", 0, mig::Placement{2, 2})}));
+  });
   ASSERT_TRUE(b.ok()) << b.status();
   EXPECT_LE(Total(calls), 2u);
   EXPECT_EQ(b->instances[0].mig_uuid, a.instances[0].mig_uuid);
@@ -202,9 +177,9 @@ TEST_F(EngineSimTest, FailedAllocationDestroysWhatItCreatedAndReturnsReusedToIdl
                             mgr_->Allocate(Req("a", {Spec("2g.10gb", 0, mig::Placement{0, 2})})));
   ENGINE_ASSERT_OK(mgr_->Release("a"));
   const auto layout = LiveLayout(*driver_);
-  auto r = mgr_->Allocate(Req("b", {Spec("2g.10gb", 0, mig::Placement{0, 2}),
-                                    Spec("2g.10gb", 0, mig::Placement{2, 2}),
-                                    Spec("3g.20gb", 0, mig::Placement{4, 4})}));
+  auto r = mgr_->Allocate(
+      Req("b", {Spec("2g.10gb", 0, mig::Placement{0, 2}), Spec("2g.10gb", 0, mig::Placement{2, 2}),
+                Spec("3g.20gb", 0, mig::Placement{4, 4})}));
   EXPECT_THAT(r.status(), StatusIs(StatusCode::kResourceExhausted,
                                    HasSubstr("NVML_ERROR_INSUFFICIENT_RESOURCES")));
   EXPECT_EQ(LiveLayout(*driver_), layout);
@@ -244,9 +219,9 @@ TEST_F(EngineSimTest, ProcessOnReclaimedInstanceKeepsItInError) {
   MIGD_ASSERT_OK_AND_ASSIGN(ReclaimResult r, mgr_->Reclaim({}));
   EXPECT_EQ(r.failed.size(), 1u);
   EXPECT_EQ(sim_->GiCount(), 1);
-  ASSERT_EQ(driver::sim_testing::DetachProcess(MIGD_SIM_LIBRARY, a.instances[0].mig_uuid.value(),
-                                               4242),
-            NVML_SUCCESS);
+  ASSERT_EQ(
+      driver::sim_testing::DetachProcess(MIGD_SIM_LIBRARY, a.instances[0].mig_uuid.value(), 4242),
+      NVML_SUCCESS);
   ENGINE_ASSERT_OK(mgr_->ReconcileOnce().status());
   EXPECT_EQ(sim_->GiCount(), 0);
 }
@@ -364,7 +339,7 @@ TEST_F(EngineSimTest, UnmanageableGpusCostOneNvmlCallPerReconcilePass) {
   MIGD_RUN_IN_FRESH_PROCESS();
   Init("a100-40gb:1,a30-24gb:1:mig-off,a30-24gb:1:no-permission");
   Start();
-  ASSERT_EQ(mgr_->Gpus().size(), 2u);  // the no-permission one is not listed
+  ASSERT_EQ(mgr_->Gpus().size(), 2u);       // the no-permission one is not listed
   ASSERT_TRUE(mgr_->ReconcileOnce().ok());  // first pass: logs the new outcome
   const CallCounts pass = Measure([&] {
     MIGD_ASSERT_OK_AND_ASSIGN(ReconcileReport r, mgr_->ReconcileOnce());

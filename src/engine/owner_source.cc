@@ -2,6 +2,18 @@
 
 namespace migd::engine {
 
+OwnedInstance OwnedFromRecord(const store::Record& record) {
+  OwnedInstance o;
+  o.mig_uuid = *record.mig_uuid;
+  o.owner = record.owner;
+  o.request_id = record.request_id;
+  o.gpu_uuid = record.key.gpu_uuid;
+  o.placement = record.key.placement;
+  o.gi_id = record.gi_id;
+  o.ci_id = record.ci_id;
+  return o;
+}
+
 StatusOr<std::vector<OwnedInstance>> RecordsOwnerSource::ActiveOwners(
     const std::vector<store::Record>& records) {
   std::vector<OwnedInstance> out;
@@ -10,15 +22,7 @@ StatusOr<std::vector<OwnedInstance>> RecordsOwnerSource::ActiveOwners(
       continue;
     }
     if (!r.mig_uuid) continue;
-    OwnedInstance o;
-    o.mig_uuid = *r.mig_uuid;
-    o.owner = r.owner;
-    o.request_id = r.request_id;
-    o.gpu_uuid = r.key.gpu_uuid;
-    o.placement = r.key.placement;
-    o.gi_id = r.gi_id;
-    o.ci_id = r.ci_id;
-    out.push_back(std::move(o));
+    out.push_back(OwnedFromRecord(r));
   }
   return out;
 }

@@ -1,12 +1,13 @@
 // File: engine/owner_source.h
 //
-// OwnerSource: where recovery learns which instances are in use at startup
-// (DESIGN.md §4). Implementations:
+// OwnerSource: where recovery learns which instances are in use at startup.
+// Implementations:
 //   RecordsOwnerSource  (`records`, standalone): every committed Active record
 //                       is an active owner of its instance;
-//   podresources / hami (later issues): kubelet PodResources API / HAMi pod
-//                       annotations; they report MIG UUIDs with owners and,
-//                       where known, the GPU, placement and ids to verify.
+//   podresources / hami (src/k8s/podresources): kubelet PodResources API /
+//                       HAMi pod annotations; they report MIG UUIDs with
+//                       owners and, where known, the GPU, placement and ids
+//                       to verify.
 //
 // Recovery adopts every reported instance as Active (verifying it against
 // the live layout; a reported instance that does not exist or does not match
@@ -40,6 +41,11 @@ struct OwnedInstance {
   std::optional<NvmlGiId> gi_id;
   std::optional<NvmlCiId> ci_id;
 };
+
+// The owner a committed Active record names, with the record's identity to
+// verify (the one record -> owner mapping; every source uses it).
+// REQUIRES: record.mig_uuid is set.
+OwnedInstance OwnedFromRecord(const store::Record& record);
 
 class OwnerSource {
  public:

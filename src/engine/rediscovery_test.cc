@@ -3,6 +3,11 @@
 // MIG-enabled, taken over through recovery's verification for that GPU alone.
 // Over FakeGpuDriver, with a wrapper that makes a GPU's discovery fail the way
 // NVML's one-shot faults do (MIG NOT_SUPPORTED, NO_PERMISSION).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <spdlog/sinks/base_sink.h>
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <atomic>
 #include <map>
@@ -12,18 +17,15 @@
 #include <thread>
 #include <vector>
 
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
-#include <spdlog/sinks/base_sink.h>
-#include <spdlog/spdlog.h>
-
 #include "driver/gpu_driver_wrapper.h"
-#include "engine/manager_test_fixture.h"
+#include "engine/manager_testing.h"
 #include "testing/status_matchers.h"
 
 namespace migd::engine {
 namespace {
 
+using ::migd::engine::testing::OpaqueReq;
+using ::migd::engine::testing::Spec;
 using ::migd::testing::StatusIs;
 using ::testing::HasSubstr;
 
@@ -120,15 +122,15 @@ class ScopedLogCounter {
   std::shared_ptr<CountingSink> sink_;
 };
 
-class RediscoveryTest : public ManagerTest {
+class RediscoveryTest : public testing::FakeHardwareTest {
  protected:
+  ~RediscoveryTest() override { mgr_.reset(); }
   void Machine(const std::string& gpus) {
-    ManagerTest::Machine(gpus);
+    FakeHardwareTest::Machine(gpus);
     flaky_ = std::make_unique<FlakyDiscovery>(faults_.get());
+    UseDrivers(flaky_.get(), fake_.get());
   }
-  StatusOr<std::unique_ptr<Manager>> MakeFlaky() {
-    return Manager::Create(opts_, *flaky_, *store_, clock_, owners_, &obs_);
-  }
+  StatusOr<std::unique_ptr<Manager>> MakeFlaky() { return Make(); }
   void StartFlaky() {
     auto m = MakeFlaky();
     ASSERT_TRUE(m.ok()) << m.status();
@@ -166,7 +168,7 @@ TEST_F(RediscoveryTest, GpuWithoutMigAtStartupIsManagedAfterOneReconcile) {
   EXPECT_EQ(FindGpu(1)->model, nullptr);
   EXPECT_FALSE(FindGpu(1)->info.mig.supported);
   EXPECT_EQ(mgr_->ModelOf(GpuIndex(1)), nullptr);
-  EXPECT_FALSE(mgr_->Allocate(Req("early", {Spec("1g.5gb", 1)})).ok());
+  EXPECT_FALSE(mgr_->Allocate(OpaqueReq("early", {Spec("1g.5gb", 1)})).ok());
 
   ScopedLogCounter managed_lines("GPU now managed");
   const ReconcileReport r = Reconcile();
@@ -180,7 +182,7 @@ TEST_F(RediscoveryTest, GpuWithoutMigAtStartupIsManagedAfterOneReconcile) {
   EXPECT_EQ(FindGpu(1)->info.mig.current, driver::MigMode::kEnabled);
   EXPECT_NE(mgr_->ModelOf(GpuIndex(1)), nullptr);
 
-  MIGD_ASSERT_OK_AND_ASSIGN(Allocation a, mgr_->Allocate(Req("a", {Spec("1g.5gb", 1)})));
+  MIGD_ASSERT_OK_AND_ASSIGN(Allocation a, mgr_->Allocate(OpaqueReq("a", {Spec("1g.5gb", 1)})));
   EXPECT_EQ(a.instances[0].gpu, GpuIndex(1));
   EXPECT_EQ(a.instances[0].state, InstanceState::kActive);
   Consistent();
@@ -195,7 +197,7 @@ TEST_F(RediscoveryTest, GpuSkippedForNoPermissionIsListedAndManagedOnceAccessibl
   flaky_->Deny(0, 2);  // the startup listing and the first probe
   StartFlaky();
   EXPECT_TRUE(mgr_->Gpus().empty());
-  EXPECT_THAT(mgr_->Allocate(Req("early", {Spec("1g.5gb")})).status(),
+  EXPECT_THAT(mgr_->Allocate(OpaqueReq("early", {Spec("1g.5gb")})).status(),
               StatusIs(StatusCode::kInvalidArgument, HasSubstr("no GPUs")));
 
   // Still refused: one probe, no listing.
@@ -213,7 +215,7 @@ TEST_F(RediscoveryTest, GpuSkippedForNoPermissionIsListedAndManagedOnceAccessibl
   ASSERT_EQ(mgr_->Gpus().size(), 1u);
   EXPECT_NE(mgr_->Gpus()[0].model, nullptr);
   EXPECT_FALSE(mgr_->Gpus()[0].info.uuid.value().empty());
-  MIGD_ASSERT_OK_AND_ASSIGN(Allocation a, mgr_->Allocate(Req("a", {Spec("1g.5gb")})));
+  MIGD_ASSERT_OK_AND_ASSIGN(Allocation a, mgr_->Allocate(OpaqueReq("a", {Spec("1g.5gb")})));
   EXPECT_FALSE(a.instances[0].mig_uuid.value().empty());
   Consistent();
 }
@@ -230,7 +232,7 @@ TEST_F(RediscoveryTest, GpuThatStaysBrokenStaysUnmanagedAndIsLoggedOnlyOnChange)
     EXPECT_EQ(r.gpus_unmanaged, 1u);
   }
   EXPECT_EQ(flaky_->mig_mode_calls(), probes + 5);  // one probe per pass
-  EXPECT_EQ(probe_lines.count(), 1);  // the first outcome, then nothing new
+  EXPECT_EQ(probe_lines.count(), 1);                // the first outcome, then nothing new
   EXPECT_TRUE(mgr_->Gpus().empty());
   EXPECT_EQ(mgr_->counters().reconcile_errors, 0u);  // not an error of the pass
   // A different outcome is logged once more.
@@ -257,7 +259,7 @@ TEST_F(RediscoveryTest, MigDisabledGpuStaysUnmanagedWithOneProbePerPass) {
   EXPECT_EQ(faults_->CallCount(driver::FaultInjectingDriver::Method::kGetGiProfiles), 1);
   EXPECT_EQ(probe_lines.count(), 0);  // same outcome as startup's: nothing new to say
   EXPECT_EQ(FindGpu(1)->model, nullptr);
-  EXPECT_FALSE(mgr_->Allocate(Req("a", {Spec("1g.6gb", 1)})).ok());
+  EXPECT_FALSE(mgr_->Allocate(OpaqueReq("a", {Spec("1g.6gb", 1)})).ok());
 
   // The operator enables MIG and resets the GPU: picked up without a restart.
   const Status enable = fake_->SetMigMode(GpuIndex(1), driver::MigMode::kEnabled);
@@ -266,7 +268,7 @@ TEST_F(RediscoveryTest, MigDisabledGpuStaysUnmanagedWithOneProbePerPass) {
   EXPECT_EQ(Reconcile().gpus_discovered, 1u);
   ASSERT_NE(FindGpu(1), nullptr);
   EXPECT_NE(FindGpu(1)->model, nullptr);
-  MIGD_ASSERT_OK_AND_ASSIGN(Allocation a, mgr_->Allocate(Req("a", {Spec("1g.6gb", 1)})));
+  MIGD_ASSERT_OK_AND_ASSIGN(Allocation a, mgr_->Allocate(OpaqueReq("a", {Spec("1g.6gb", 1)})));
   EXPECT_EQ(a.instances[0].gpu, GpuIndex(1));
   Consistent();
 }
@@ -313,7 +315,7 @@ TEST_F(RediscoveryTest, TakeOverRacesWithAllocateAndReaders) {
   std::thread allocator([&] {
     for (int i = 0; i < 30; ++i) {
       const std::string id = "r" + std::to_string(i);
-      StatusOr<Allocation> a = mgr_->Allocate(Req(id, {Spec("1g.5gb")}));
+      StatusOr<Allocation> a = mgr_->Allocate(OpaqueReq(id, {Spec("1g.5gb")}));
       if (a.ok()) {
         EXPECT_TRUE(mgr_->Release(id).ok());
       }
@@ -325,7 +327,7 @@ TEST_F(RediscoveryTest, TakeOverRacesWithAllocateAndReaders) {
   reader.join();
   EXPECT_EQ(r.gpus_discovered, 1u);
   EXPECT_NE(mgr_->ModelOf(GpuIndex(1)), nullptr);
-  MIGD_ASSERT_OK_AND_ASSIGN(Allocation a, mgr_->Allocate(Req("last", {Spec("1g.5gb", 1)})));
+  MIGD_ASSERT_OK_AND_ASSIGN(Allocation a, mgr_->Allocate(OpaqueReq("last", {Spec("1g.5gb", 1)})));
   EXPECT_EQ(a.instances[0].gpu, GpuIndex(1));
   Consistent();
 }
@@ -336,13 +338,12 @@ TEST_F(RediscoveryTest, TakeOverRacesWithAllocateAndReaders) {
 TEST_F(RediscoveryTest, StartupWithRecordsOfAnUnmanageableGpuStillFailsClosed) {
   Machine("a100-40gb:2");
   StartFlaky();
-  MIGD_ASSERT_OK_AND_ASSIGN(Allocation a, mgr_->Allocate(Req("a", {Spec("1g.5gb", 1)})));
+  MIGD_ASSERT_OK_AND_ASSIGN(Allocation a, mgr_->Allocate(OpaqueReq("a", {Spec("1g.5gb", 1)})));
   mgr_.reset();
   const auto layout = testing::LiveLayout(*fake_);
   flaky_->NoMig(1, 1);
-  EXPECT_THAT(MakeFlaky().status(),
-              StatusIs(StatusCode::kFailedPrecondition,
-                       HasSubstr("nothing on the hardware was changed")));
+  EXPECT_THAT(MakeFlaky().status(), StatusIs(StatusCode::kFailedPrecondition,
+                                             HasSubstr("nothing on the hardware was changed")));
   EXPECT_EQ(testing::LiveLayout(*fake_), layout);
   // The next start (the fault was one-shot) recovers it.
   StartFlaky();
@@ -358,8 +359,8 @@ class RediscoveryRecordsTest : public RediscoveryTest {
   void SetUpGpu1(bool adopt = false) {
     Machine("a100-40gb:2");
     StartFlaky();
-    MIGD_ASSERT_OK_AND_ASSIGN(Allocation a, mgr_->Allocate(Req("a", {Spec("2g.10gb", 1)})));
-    MIGD_ASSERT_OK_AND_ASSIGN(Allocation i, mgr_->Allocate(Req("i", {Spec("1g.5gb", 1)})));
+    MIGD_ASSERT_OK_AND_ASSIGN(Allocation a, mgr_->Allocate(OpaqueReq("a", {Spec("2g.10gb", 1)})));
+    MIGD_ASSERT_OK_AND_ASSIGN(Allocation i, mgr_->Allocate(OpaqueReq("i", {Spec("1g.5gb", 1)})));
     ENGINE_ASSERT_OK(mgr_->Release("i"));
     active_ = a.instances[0].mig_uuid;
     idle_ = i.instances[0].mig_uuid;
@@ -400,11 +401,11 @@ TEST_F(RediscoveryRecordsTest, ActiveInstanceIsRecoveredWithItsMigUuid) {
   EXPECT_EQ(Get(idle_).state, InstanceState::kIdle);
   EXPECT_EQ(obs_.publishes(), publishes + 2);
   // The allocation is known again: replay and release work.
-  MIGD_ASSERT_OK_AND_ASSIGN(Allocation again, mgr_->Allocate(Req("a", {Spec("2g.10gb", 1)})));
+  MIGD_ASSERT_OK_AND_ASSIGN(Allocation again, mgr_->Allocate(OpaqueReq("a", {Spec("2g.10gb", 1)})));
   EXPECT_TRUE(again.replayed);
   EXPECT_EQ(again.instances[0].mig_uuid, active_);
   // The Idle one is reused, nothing created.
-  MIGD_ASSERT_OK_AND_ASSIGN(Allocation b, mgr_->Allocate(Req("b", {Spec("1g.5gb", 1)})));
+  MIGD_ASSERT_OK_AND_ASSIGN(Allocation b, mgr_->Allocate(OpaqueReq("b", {Spec("1g.5gb", 1)})));
   EXPECT_EQ(b.instances[0].mig_uuid, idle_);
   ENGINE_ASSERT_OK(mgr_->Release("a"));
   Consistent();
@@ -438,9 +439,9 @@ TEST_F(RediscoveryRecordsTest, MismatchingRecordFailsClosedForThatGpu) {
   EXPECT_TRUE(mgr_->List().foreign.empty());
   EXPECT_EQ(testing::LiveLayout(*fake_), layout_before);
   EXPECT_EQ(RecordsOn(gpu1_), 2u);
-  EXPECT_FALSE(mgr_->Allocate(Req("x", {Spec("1g.5gb", 1)})).ok());
+  EXPECT_FALSE(mgr_->Allocate(OpaqueReq("x", {Spec("1g.5gb", 1)})).ok());
   // GPU 0 is unaffected.
-  MIGD_ASSERT_OK_AND_ASSIGN(Allocation g0, mgr_->Allocate(Req("g0", {Spec("1g.5gb", 0)})));
+  MIGD_ASSERT_OK_AND_ASSIGN(Allocation g0, mgr_->Allocate(OpaqueReq("g0", {Spec("1g.5gb", 0)})));
   EXPECT_EQ(g0.instances[0].gpu, GpuIndex(0));
   // Corrected record: taken over at the next pass.
   ENGINE_ASSERT_OK(store_->Remove(bad.key));
@@ -459,7 +460,7 @@ TEST_F(RediscoveryRecordsTest, LiveInstancesWithoutRecordsBecomeForeignNothingDe
   EXPECT_TRUE(mgr_->List().instances.empty());
   EXPECT_EQ(testing::LiveLayout(*fake_), layout_before);
   // Their slices are blocked; the rest of the GPU is free.
-  MIGD_ASSERT_OK_AND_ASSIGN(Allocation c, mgr_->Allocate(Req("c", {Spec("1g.5gb", 1)})));
+  MIGD_ASSERT_OK_AND_ASSIGN(Allocation c, mgr_->Allocate(OpaqueReq("c", {Spec("1g.5gb", 1)})));
   EXPECT_EQ(c.instances[0].gpu, GpuIndex(1));
   for (const ForeignInstance& f : mgr_->List().foreign) {
     EXPECT_FALSE(f.placement.Overlaps(c.instances[0].placement));

@@ -34,7 +34,8 @@ StatusOr<ListenAddress> ParseListenAddress(std::string_view listen) {
     std::string_view rest = listen.substr(close + 1);
     if (rest.empty() || rest.front() != ':') return bad("missing ':port' after ']'");
     port = rest.substr(1);
-    if (host.find(':') == std::string_view::npos) return bad("brackets only around an IPv6 address");
+    if (host.find(':') == std::string_view::npos)
+      return bad("brackets only around an IPv6 address");
   } else {
     const size_t colon = listen.rfind(':');
     if (colon == std::string_view::npos) return bad("missing ':port'");
@@ -69,7 +70,7 @@ MetricsHttpServer::~MetricsHttpServer() { Stop(); }
 StatusOr<int> MetricsHttpServer::Start(std::string_view listen) {
   StatusOr<ListenAddress> addr = ParseListenAddress(listen);
   if (!addr.ok()) return addr.status();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (impl_) {
     return FailedPreconditionError("metrics server already listening on port " +
                                    std::to_string(impl_->port));
@@ -107,10 +108,11 @@ StatusOr<int> MetricsHttpServer::Start(std::string_view listen) {
   }
   if (port < 0) {
     const int err = errno;
-    return UnavailableError("cannot listen on " + std::string(listen) + " for metrics" +
-                            (err != 0 ? std::string(": ") + std::strerror(err) : std::string()) +
-                            "; another process may hold the port or the host is not a local address (change "
-                            "metrics.listen)");
+    return UnavailableError(
+        "cannot listen on " + std::string(listen) + " for metrics" +
+        (err != 0 ? std::string(": ") + std::strerror(err) : std::string()) +
+        "; another process may hold the port or the host is not a local address (change "
+        "metrics.listen)");
   }
   impl->port = port;
   Impl* raw = impl.get();
@@ -125,7 +127,7 @@ StatusOr<int> MetricsHttpServer::Start(std::string_view listen) {
 void MetricsHttpServer::Stop() {
   std::unique_ptr<Impl> impl;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     impl = std::move(impl_);
   }
   if (!impl) return;
@@ -137,7 +139,7 @@ void MetricsHttpServer::Stop() {
 }
 
 int MetricsHttpServer::port() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return impl_ ? impl_->port : 0;
 }
 

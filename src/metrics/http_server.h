@@ -19,12 +19,14 @@
 #ifndef MIGD_METRICS_HTTP_SERVER_H_
 #define MIGD_METRICS_HTTP_SERVER_H_
 
+#include <absl/base/thread_annotations.h>
+
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "metrics/registry.h"
 
@@ -68,8 +70,8 @@ class MetricsHttpServer {
  private:
   struct Impl;
   const Registry* const registry_;
-  mutable std::mutex mu_;
-  std::unique_ptr<Impl> impl_;  // GUARDED_BY(mu_): null when not running
+  mutable Mutex mu_;
+  std::unique_ptr<Impl> impl_ ABSL_GUARDED_BY(mu_);  // null when not running
 };
 
 }  // namespace migd::metrics

@@ -3,10 +3,9 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cctype>
+#include <cstdlib>
 #include <map>
-#include <mutex>
 #include <string_view>
 #include <tuple>
 #include <utility>
@@ -54,17 +53,6 @@ std::string_view ReclaimLabel(engine::EventReason reason) {
   }
 }
 
-// Reconcile passes that returned an error. ManagerCounters gains the field
-// `reconcile_errors` in issue 6; until it has it, the family reads 0.
-template <typename C>
-uint64_t ReconcileErrors(const C& c) {
-  if constexpr (requires { c.reconcile_errors; }) {
-    return c.reconcile_errors;
-  } else {
-    return 0;
-  }
-}
-
 constexpr std::string_view kInstances = "migd_instances";
 constexpr std::string_view kForeign = "migd_foreign_instances";
 constexpr std::string_view kFreeSlices = "migd_gpu_free_slices";
@@ -82,13 +70,167 @@ constexpr std::string_view kBuildInfo = "migd_build_info";
 constexpr std::string_view kHamiNodeInfo = "hami_node_gpu_mig_instance_info";
 constexpr std::string_view kHamiDeviceInfo = "hami_mig_device_info";
 
+// The families MigdMetrics fills at scrape time (Collect).
+std::vector<CollectedFamily> CollectedFamilies() {
+  return {
+      {std::string(kInstances),
+       "Tracked MIG instances by GPU index, profile and state.",
+       MetricType::kGauge,
+       {"gpu", "profile", "state"}},
+      {std::string(kForeign),
+       "GPU instances migd did not create and does not manage (preserved, never touched).",
+       MetricType::kGauge,
+       {"gpu"}},
+      {std::string(kFreeSlices),
+       "Memory slices of the GPU not covered by any instance (tracked or foreign).",
+       MetricType::kGauge,
+       {"gpu"}},
+      {std::string(kMemorySlices),
+       "Memory slices of the GPU (0 when MIG is not enabled).",
+       MetricType::kGauge,
+       {"gpu"}},
+      {std::string(kFragmentation),
+       "1 - slices(largest profile creatable now) / slices(largest profile that fits the free "
+       "slice count); 0 = unfragmented.",
+       MetricType::kGauge,
+       {"gpu"}},
+      {std::string(kNvmlCalls),
+       "NVML calls by exported function and NVML result.",
+       MetricType::kCounter,
+       {"function", "result"}},
+      {std::string(kNvmlSessions),
+       "Successful NVML initialisations (stays 1).",
+       MetricType::kCounter,
+       {}},
+      {std::string(kCdiOps),
+       "CDI spec file operations by kind (write, verify, remove) and result.",
+       MetricType::kCounter,
+       {"kind", "result"}},
+      {std::string(kCdiPending),
+       "CDI spec removals that failed and wait for a retry.",
+       MetricType::kGauge,
+       {}},
+      {std::string(kReconcileRuns), "Reconciler passes.", MetricType::kCounter, {}},
+      {std::string(kReconcileErrors),
+       "Reconciler passes that ended with an error.",
+       MetricType::kCounter,
+       {}},
+      {std::string(kDrift),
+       "Hardware changes found by the reconciler (instance_vanished, foreign_appeared, "
+       "foreign_gone).",
+       MetricType::kCounter,
+       {"kind"}},
+      {std::string(kEngineOps),
+       "Engine operations on instances (create, reuse, release, destroy, destroy_failed, "
+       "rollback, error_cleaned, warm_create).",
+       MetricType::kCounter,
+       {"operation"}},
+      {std::string(kBuildInfo),
+       "Build of this migd (always 1).",
+       MetricType::kGauge,
+       {"version", "revision", "driver"}},
+      {std::string(kHamiNodeInfo),
+       "HAMi-compatible: one series (=1) per Active MIG instance, labels as HAMi's scheduler.",
+       MetricType::kGauge,
+       {"node", "device_uuid", "device_index", "mig_uuid", "profile", "gpu_instance_id",
+        "compute_instance_id", "placement_start", "placement_size"}},
+      {std::string(kHamiDeviceInfo),
+       "HAMi-compatible: one series (=1) per Active MIG instance owned by a pod, labels as "
+       "HAMi's vGPUmonitor.",
+       MetricType::kGauge,
+       {"namespace", "pod", "container", "vdevice_index", "device_uuid", "mig_uuid", "profile",
+        "gpu_instance_id", "compute_instance_id"}},
+  };
+}
+
+// Instances: every (gpu, profile) seen gets all states, zeros included, so
+// a state that empties reads 0 instead of disappearing.
+void AddInstances(CollectSink& sink, const engine::ManagerSnapshot& snapshot) {
+  std::map<std::pair<uint32_t, std::string>, std::map<engine::InstanceState, uint32_t>> counts;
+  for (const engine::InstanceView& v : snapshot.instances) {
+    ++counts[{v.gpu.value(), v.profile}][v.state];
+  }
+  for (const auto& [key, by_state] : counts) {
+    for (engine::InstanceState s : engine::kAllInstanceStates) {
+      if (s == engine::InstanceState::kNone) continue;
+      auto it = by_state.find(s);
+      sink.Add(kInstances, {std::to_string(key.first), key.second, StateLabel(s)},
+               it == by_state.end() ? 0 : it->second);
+    }
+  }
+}
+
+void AddGpus(CollectSink& sink, const engine::ManagerSnapshot& snapshot,
+             const std::vector<engine::GpuView>& gpus) {
+  std::map<uint32_t, uint32_t> foreign;
+  for (const engine::ForeignInstance& f : snapshot.foreign) ++foreign[f.gpu.value()];
+  for (const engine::GpuView& g : gpus) {
+    const std::string gpu = std::to_string(g.info.index.value());
+    if (g.model == nullptr) {
+      sink.Add(kMemorySlices, {gpu}, 0);
+      continue;
+    }
+    sink.Add(kForeign, {gpu}, foreign[g.info.index.value()]);
+    const engine::GpuCapacity cap = engine::ComputeCapacity(g, snapshot);
+    sink.Add(kMemorySlices, {gpu}, cap.memory_slices);
+    sink.Add(kFreeSlices, {gpu}, cap.free_slices);
+    sink.Add(kFragmentation, {gpu}, cap.fragmentation);
+  }
+}
+
+void AddCounters(CollectSink& sink, const engine::ManagerCounters& c) {
+  sink.Add(kReconcileRuns, {}, static_cast<double>(c.reconcile_runs));
+  sink.Add(kReconcileErrors, {}, static_cast<double>(c.reconcile_errors));
+  sink.Add(kDrift, {"instance_vanished"}, static_cast<double>(c.drift_vanished));
+  sink.Add(kDrift, {"foreign_appeared"}, static_cast<double>(c.drift_foreign_appeared));
+  sink.Add(kDrift, {"foreign_gone"}, static_cast<double>(c.drift_foreign_gone));
+  const std::pair<const char*, uint64_t> ops[] = {
+      {"create", c.creates},
+      {"reuse", c.reuses},
+      {"release", c.releases},
+      {"destroy", c.destroys},
+      {"destroy_failed", c.destroy_failures},
+      {"rollback", c.rollbacks},
+      {"error_cleaned", c.errors_cleaned},
+      {"warm_create", c.warm_creates},
+  };
+  for (const auto& [op, n] : ops) sink.Add(kEngineOps, {op}, static_cast<double>(n));
+}
+
+// HAMi series, labelled from the instance's identity. vdevice_index: the
+// instance's position among the Active instances of its allocation (request
+// id), in List order (GPU index, then placement) — HAMi numbers a
+// container's devices in its own order.
+void AddHamiSeries(CollectSink& sink, const engine::ManagerSnapshot& snapshot,
+                   const std::string& node) {
+  std::map<std::string, int> vdevice;
+  for (const engine::InstanceView& v : snapshot.instances) {
+    if (v.state != engine::InstanceState::kActive) continue;
+    const store::InstanceIdentity& id = v;
+    const std::string gi = std::to_string(id.gi_id.value());
+    const std::string ci = std::to_string(id.ci_id.value());
+    sink.Add(
+        kHamiNodeInfo,
+        {node, id.gpu_uuid.value(), std::to_string(v.gpu.value()), id.mig_uuid.value(), v.profile,
+         gi, ci, std::to_string(id.placement.start), std::to_string(id.placement.size)},
+        1);
+    if (v.owner.kind == store::Owner::Kind::kPod) {
+      const int index = vdevice[v.request_id]++;
+      sink.Add(kHamiDeviceInfo,
+               {v.owner.pod_namespace, v.owner.pod_name, v.owner.container, std::to_string(index),
+                id.gpu_uuid.value(), id.mig_uuid.value(), v.profile, gi, ci},
+               1);
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<double> AllocationDurationBuckets() {
   // 1-2.5-5 steps: readable `le` values. Reuse takes microseconds, a create
   // tens to hundreds of milliseconds, a create after reclaims seconds.
   return {1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2, 2.5e-2,
-          5e-2, 0.1,  0.25,   0.5,  1,    2.5,    5,    10,   30,     60};
+          5e-2, 0.1,    0.25, 0.5,  1,      2.5,  5,    10,     30,   60};
 }
 
 MigdMetricsOptions WithDefaults(MigdMetricsOptions o) {
@@ -129,11 +271,11 @@ Status MigdMetrics::Register() {
                               "Time spent inside Manager::Allocate (planning, NVML, records, "
                               "CDI), by path.",
                               {"path"}, AllocationDurationBuckets()));
-  MIGD_ASSIGN_OR_RETURN(
-      reclaims_, registry_->AddCounter("migd_reclaims_total",
-                                       "Idle instances destroyed, by why they were chosen "
-                                       "(pressure, ttl, cap, operator).",
-                                       {"reason"}));
+  MIGD_ASSIGN_OR_RETURN(reclaims_,
+                        registry_->AddCounter("migd_reclaims_total",
+                                              "Idle instances destroyed, by why they were chosen "
+                                              "(pressure, ttl, cap, operator).",
+                                              {"reason"}));
   MIGD_ASSIGN_OR_RETURN(
       transitions_,
       registry_->AddCounter("migd_instance_transitions_total",
@@ -150,61 +292,11 @@ Status MigdMetrics::Register() {
     reclaims_->WithLabels({reason});
   }
 
-  std::vector<CollectedFamily> collected = {
-      {std::string(kInstances), "Tracked MIG instances by GPU index, profile and state.",
-       MetricType::kGauge, {"gpu", "profile", "state"}},
-      {std::string(kForeign),
-       "GPU instances migd did not create and does not manage (preserved, never touched).",
-       MetricType::kGauge, {"gpu"}},
-      {std::string(kFreeSlices),
-       "Memory slices of the GPU not covered by any instance (tracked or foreign).",
-       MetricType::kGauge, {"gpu"}},
-      {std::string(kMemorySlices), "Memory slices of the GPU (0 when MIG is not enabled).",
-       MetricType::kGauge, {"gpu"}},
-      {std::string(kFragmentation),
-       "1 - slices(largest profile creatable now) / slices(largest profile that fits the free "
-       "slice count); 0 = unfragmented.",
-       MetricType::kGauge, {"gpu"}},
-      {std::string(kNvmlCalls), "NVML calls by exported function and NVML result.",
-       MetricType::kCounter, {"function", "result"}},
-      {std::string(kNvmlSessions), "Successful NVML initialisations (stays 1).",
-       MetricType::kCounter, {}},
-      {std::string(kCdiOps),
-       "CDI spec file operations by kind (write, verify, remove) and result.",
-       MetricType::kCounter, {"kind", "result"}},
-      {std::string(kCdiPending), "CDI spec removals that failed and wait for a retry.",
-       MetricType::kGauge, {}},
-      {std::string(kReconcileRuns), "Reconciler passes.", MetricType::kCounter, {}},
-      {std::string(kReconcileErrors), "Reconciler passes that ended with an error.",
-       MetricType::kCounter, {}},
-      {std::string(kDrift),
-       "Hardware changes found by the reconciler (instance_vanished, foreign_appeared, "
-       "foreign_gone).",
-       MetricType::kCounter, {"kind"}},
-      {std::string(kEngineOps),
-       "Engine operations on instances (create, reuse, release, destroy, destroy_failed, "
-       "rollback, error_cleaned, warm_create).",
-       MetricType::kCounter, {"operation"}},
-      {std::string(kBuildInfo), "Build of this migd (always 1).", MetricType::kGauge,
-       {"version", "revision", "driver"}},
-      {std::string(kHamiNodeInfo),
-       "HAMi-compatible: one series (=1) per Active MIG instance, labels as HAMi's scheduler.",
-       MetricType::kGauge,
-       {"node", "device_uuid", "device_index", "mig_uuid", "profile", "gpu_instance_id",
-        "compute_instance_id", "placement_start", "placement_size"}},
-      {std::string(kHamiDeviceInfo),
-       "HAMi-compatible: one series (=1) per Active MIG instance owned by a pod, labels as "
-       "HAMi's vGPUmonitor.",
-       MetricType::kGauge,
-       {"namespace", "pod", "container", "vdevice_index", "device_uuid", "mig_uuid", "profile",
-        "gpu_instance_id", "compute_instance_id"}},
-  };
-  return registry_->AddCollector(std::move(collected),
-                                 [this](CollectSink& sink) { Collect(sink); });
+  return registry_->AddCollector(CollectedFamilies(), [this](CollectSink& sink) { Collect(sink); });
 }
 
 void MigdMetrics::AttachManager(const engine::Manager* manager) {
-  std::unique_lock<std::shared_mutex> lock(manager_mu_);
+  MutexLock lock(&manager_mu_);
   manager_ = manager;
 }
 
@@ -230,8 +322,18 @@ void MigdMetrics::OnReclaim(engine::EventReason reason, const engine::InstanceVi
 }
 
 void MigdMetrics::Collect(CollectSink& sink) const {
-  sink.Add(kBuildInfo, {options_.version, options_.revision, options_.driver}, 1);
+  CollectProcess(sink);
+  MutexLock lock(&manager_mu_);
+  if (manager_ == nullptr) return;
+  const engine::ManagerSnapshot snapshot = manager_->List();
+  AddInstances(sink, snapshot);
+  AddGpus(sink, snapshot, manager_->Gpus());
+  AddCounters(sink, manager_->counters());
+  AddHamiSeries(sink, snapshot, options_.node_name);
+}
 
+void MigdMetrics::CollectProcess(CollectSink& sink) const {
+  sink.Add(kBuildInfo, {options_.version, options_.revision, options_.driver}, 1);
   if (options_.nvml_call_counts) {
     for (const driver::NvmlCallCount& c : options_.nvml_call_counts()) {
       sink.Add(kNvmlCalls, {c.function, c.result}, static_cast<double>(c.count));
@@ -245,77 +347,6 @@ void MigdMetrics::Collect(CollectSink& sink) const {
       sink.Add(kCdiOps, {c.kind, c.result}, static_cast<double>(c.count));
     }
     sink.Add(kCdiPending, {}, static_cast<double>(options_.publisher->PendingRemovalCount()));
-  }
-
-  std::shared_lock<std::shared_mutex> lock(manager_mu_);
-  if (manager_ == nullptr) return;
-  const engine::ManagerSnapshot snapshot = manager_->List();
-  const std::vector<engine::GpuView> gpus = manager_->Gpus();
-  const engine::ManagerCounters c = manager_->counters();
-
-  // Instances: every (gpu, profile) seen gets all states, zeros included, so
-  // a state that empties reads 0 instead of disappearing.
-  std::map<std::pair<uint32_t, std::string>, std::map<engine::InstanceState, uint32_t>> counts;
-  for (const engine::InstanceView& v : snapshot.instances) {
-    ++counts[{v.gpu.value(), v.profile}][v.state];
-  }
-  for (const auto& [key, by_state] : counts) {
-    for (engine::InstanceState s : engine::kAllInstanceStates) {
-      if (s == engine::InstanceState::kNone) continue;
-      auto it = by_state.find(s);
-      sink.Add(kInstances, {std::to_string(key.first), key.second, StateLabel(s)},
-               it == by_state.end() ? 0 : it->second);
-    }
-  }
-
-  std::map<uint32_t, uint32_t> foreign;
-  for (const engine::ForeignInstance& f : snapshot.foreign) ++foreign[f.gpu.value()];
-  for (const engine::GpuView& g : gpus) {
-    const std::string gpu = std::to_string(g.info.index.value());
-    if (g.model == nullptr) {
-      sink.Add(kMemorySlices, {gpu}, 0);
-      continue;
-    }
-    sink.Add(kForeign, {gpu}, foreign[g.info.index.value()]);
-    const engine::GpuCapacity cap = engine::ComputeCapacity(g, snapshot);
-    sink.Add(kMemorySlices, {gpu}, cap.memory_slices);
-    sink.Add(kFreeSlices, {gpu}, cap.free_slices);
-    sink.Add(kFragmentation, {gpu}, cap.fragmentation);
-  }
-
-  sink.Add(kReconcileRuns, {}, static_cast<double>(c.reconcile_runs));
-  sink.Add(kReconcileErrors, {}, static_cast<double>(ReconcileErrors(c)));
-  sink.Add(kDrift, {"instance_vanished"}, static_cast<double>(c.drift_vanished));
-  sink.Add(kDrift, {"foreign_appeared"}, static_cast<double>(c.drift_foreign_appeared));
-  sink.Add(kDrift, {"foreign_gone"}, static_cast<double>(c.drift_foreign_gone));
-  const std::pair<const char*, uint64_t> ops[] = {
-      {"create", c.creates},          {"reuse", c.reuses},
-      {"release", c.releases},        {"destroy", c.destroys},
-      {"destroy_failed", c.destroy_failures}, {"rollback", c.rollbacks},
-      {"error_cleaned", c.errors_cleaned},    {"warm_create", c.warm_creates},
-  };
-  for (const auto& [op, n] : ops) sink.Add(kEngineOps, {op}, static_cast<double>(n));
-
-  // HAMi series. vdevice_index: the instance's position among the Active
-  // instances of its allocation (request id), in List order (GPU index, then
-  // placement) — HAMi numbers a container's devices in its own order.
-  std::map<std::string, int> vdevice;
-  for (const engine::InstanceView& v : snapshot.instances) {
-    if (v.state != engine::InstanceState::kActive) continue;
-    const std::string gi = std::to_string(v.gi_id.value());
-    const std::string ci = std::to_string(v.ci_id.value());
-    sink.Add(kHamiNodeInfo,
-             {options_.node_name, v.gpu_uuid.value(), std::to_string(v.gpu.value()),
-              v.mig_uuid.value(), v.profile, gi, ci, std::to_string(v.placement.start),
-              std::to_string(v.placement.size)},
-             1);
-    if (v.owner.kind == store::Owner::Kind::kPod) {
-      const int index = vdevice[v.request_id]++;
-      sink.Add(kHamiDeviceInfo,
-               {v.owner.pod_namespace, v.owner.pod_name, v.owner.container, std::to_string(index),
-                v.gpu_uuid.value(), v.mig_uuid.value(), v.profile, gi, ci},
-               1);
-    }
   }
 }
 

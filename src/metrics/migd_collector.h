@@ -31,13 +31,15 @@
 #ifndef MIGD_METRICS_MIGD_COLLECTOR_H_
 #define MIGD_METRICS_MIGD_COLLECTOR_H_
 
+#include <absl/base/thread_annotations.h>
+
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <shared_mutex>
 #include <string>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "cdi/publisher.h"
 #include "driver/nvml/nvml_library.h"
@@ -94,6 +96,8 @@ class MigdMetrics final : public engine::EngineListener {
   MigdMetrics(Registry* registry, MigdMetricsOptions options);
   Status Register();
   void Collect(CollectSink& sink) const;
+  // Build info, NVML and CDI families (no Manager needed).
+  void CollectProcess(CollectSink& sink) const;
 
   Registry* const registry_;
   const MigdMetricsOptions options_;
@@ -101,8 +105,10 @@ class MigdMetrics final : public engine::EngineListener {
   HistogramFamily* allocation_duration_ = nullptr;
   CounterFamily* reclaims_ = nullptr;
   CounterFamily* transitions_ = nullptr;
-  mutable std::shared_mutex manager_mu_;
-  const engine::Manager* manager_ = nullptr;  // GUARDED_BY(manager_mu_)
+  // Held by a scrape while it reads the Manager, so that AttachManager waits
+  // for it (the registry runs one scrape at a time).
+  mutable Mutex manager_mu_;
+  const engine::Manager* manager_ ABSL_GUARDED_BY(manager_mu_) = nullptr;
 };
 
 }  // namespace migd::metrics

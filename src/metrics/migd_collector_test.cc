@@ -4,6 +4,8 @@
 #include "metrics/migd_collector.h"
 
 #include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,15 +18,13 @@
 #include <thread>
 #include <tuple>
 
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
-
 #include "base/clock.h"
 #include "cdi/host_reader.h"
 #include "cdi/publisher.h"
 #include "cdi/spec_writer.h"
 #include "engine/capacity.h"
 #include "engine/manager.h"
+#include "engine/manager_testing.h"
 #include "engine/owner_source.h"
 #include "sim/fake_gpu_driver.h"
 #include "store/record_store.h"
@@ -38,8 +38,6 @@ using ::migd::testing::IsOk;
 using ::migd::testing::StatusIs;
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-constexpr char kBoot[] = "boot-1";
 
 engine::AllocateRequest Req(const std::string& id, const std::string& profile, bool pod) {
   engine::AllocateRequest r;
@@ -82,7 +80,7 @@ TEST(WithDefaultsTest, NodeNameFromEnvironmentThenHostName) {
   EXPECT_EQ(WithDefaults({}).node_name, host);
 }
 
-class MigdMetricsTest : public ::testing::Test {
+class MigdMetricsTest : public engine::testing::FakeHardwareTest {
  protected:
   void SetUp() override {
     MigdMetricsOptions o;
@@ -97,21 +95,12 @@ class MigdMetricsTest : public ::testing::Test {
     metrics_ = std::move(*m);
   }
 
+  // A Manager (the shared engine harness) over the in-process simulator.
   void StartManager(const std::string& gpus, engine::EngineListener* listener = nullptr) {
-    auto fake = sim::FakeGpuDriver::Create(gpus, {}, 42);
-    ASSERT_TRUE(fake.ok()) << fake.status();
-    fake_ = std::move(*fake);
-    store::RecordStoreOptions so;
-    so.boot_id = kBoot;
-    auto st = store::RecordStore::Open(dir_.Join("state"), clock_, so);
-    ASSERT_TRUE(st.ok()) << st.status();
-    store_ = std::move(*st);
-    engine::ManagerOptions opts;
-    opts.boot_id = kBoot;
-    opts.listener = listener;
-    auto mgr = engine::Manager::Create(opts, *fake_, *store_, clock_, owners_);
-    ASSERT_TRUE(mgr.ok()) << mgr.status();
-    mgr_ = std::move(*mgr);
+    Machine(gpus);
+    opts_.listener = listener;
+    observer_ = nullptr;
+    Start();
   }
 
   void TearDown() override {
@@ -119,15 +108,9 @@ class MigdMetricsTest : public ::testing::Test {
     mgr_.reset();
   }
 
-  migd::testing::TempDir dir_;
-  FakeClock clock_;
   Registry registry_;
   std::vector<driver::NvmlCallCount> nvml_counts_;
   std::unique_ptr<MigdMetrics> metrics_;
-  std::unique_ptr<sim::FakeGpuDriver> fake_;
-  std::unique_ptr<store::RecordStore> store_;
-  engine::RecordsOwnerSource owners_;
-  std::unique_ptr<engine::Manager> mgr_;
 };
 
 TEST_F(MigdMetricsTest, RegistersOnceOnly) {
@@ -138,16 +121,19 @@ TEST_F(MigdMetricsTest, RegistersOnceOnly) {
 }
 
 TEST_F(MigdMetricsTest, WithoutManagerOnlyProcessFamiliesHaveSamples) {
-  nvml_counts_ = {{"nvmlInit_v2", "SUCCESS", 1}, {"nvmlDeviceGetCount_v2", "SUCCESS", 4},
+  nvml_counts_ = {{"nvmlInit_v2", "SUCCESS", 1},
+                  {"nvmlDeviceGetCount_v2", "SUCCESS", 4},
                   {"nvmlDeviceCreateGpuInstanceWithPlacement", "ERROR_INSUFFICIENT_RESOURCES", 2}};
   const std::string text = registry_.Expose();
-  EXPECT_EQ(Sample(text, "migd_build_info{version=\"1.2.3\",revision=\"abc\",driver=\"simulated\"}"),
-            1);
-  EXPECT_EQ(Sample(text, "migd_nvml_calls_total{function=\"nvmlDeviceGetCount_v2\",result="
-                         "\"SUCCESS\"}"),
+  EXPECT_EQ(
+      Sample(text, "migd_build_info{version=\"1.2.3\",revision=\"abc\",driver=\"simulated\"}"), 1);
+  EXPECT_EQ(Sample(text,
+                   "migd_nvml_calls_total{function=\"nvmlDeviceGetCount_v2\",result="
+                   "\"SUCCESS\"}"),
             4);
-  EXPECT_EQ(Sample(text, "migd_nvml_calls_total{function=\"nvmlDeviceCreateGpuInstanceWith"
-                         "Placement\",result=\"ERROR_INSUFFICIENT_RESOURCES\"}"),
+  EXPECT_EQ(Sample(text,
+                   "migd_nvml_calls_total{function=\"nvmlDeviceCreateGpuInstanceWith"
+                   "Placement\",result=\"ERROR_INSUFFICIENT_RESOURCES\"}"),
             2);
   EXPECT_EQ(Sample(text, "migd_nvml_sessions_opened_total"), 1);
   // Series that exist before the first event.
@@ -167,8 +153,8 @@ TEST_F(MigdMetricsTest, EmptyCallbacksMeanNoSamples) {
   const std::string text = r.Expose();
   EXPECT_THAT(text, Not(HasSubstr("migd_nvml_calls_total{")));
   EXPECT_EQ(Sample(text, "migd_nvml_sessions_opened_total"), -1);
-  EXPECT_EQ(Sample(text, "migd_build_info{version=\"unknown\",revision=\"unknown\",driver=\"nvml\"}"),
-            1);
+  EXPECT_EQ(
+      Sample(text, "migd_build_info{version=\"unknown\",revision=\"unknown\",driver=\"nvml\"}"), 1);
 }
 
 TEST_F(MigdMetricsTest, ListenerCallsCountAllocationsReclaimsTransitions) {
@@ -205,17 +191,18 @@ TEST_F(MigdMetricsTest, ListenerCallsCountAllocationsReclaimsTransitions) {
   EXPECT_EQ(Sample(text, "migd_allocations_total{result=\"ok\",path=\"reuse\"}"), 1);
   EXPECT_EQ(Sample(text, "migd_allocations_total{result=\"ok\",path=\"reclaim_create\"}"), 1);
   EXPECT_EQ(Sample(text, "migd_allocations_total{result=\"ok\",path=\"replay\"}"), 1);
-  EXPECT_EQ(Sample(text, "migd_allocations_total{result=\"resource_exhausted\",path=\"none\"}"),
-            1);
+  EXPECT_EQ(Sample(text, "migd_allocations_total{result=\"resource_exhausted\",path=\"none\"}"), 1);
   EXPECT_EQ(Sample(text, "migd_allocation_duration_seconds_bucket{path=\"reuse\",le=\"2.5e-05\"}"),
             0);
   EXPECT_EQ(Sample(text, "migd_allocation_duration_seconds_bucket{path=\"reuse\",le=\"5e-05\"}"),
             1);
-  EXPECT_EQ(Sample(text, "migd_allocation_duration_seconds_bucket{path=\"reclaim_create\","
-                         "le=\"0.5\"}"),
+  EXPECT_EQ(Sample(text,
+                   "migd_allocation_duration_seconds_bucket{path=\"reclaim_create\","
+                   "le=\"0.5\"}"),
             0);
-  EXPECT_EQ(Sample(text, "migd_allocation_duration_seconds_bucket{path=\"reclaim_create\","
-                         "le=\"1\"}"),
+  EXPECT_EQ(Sample(text,
+                   "migd_allocation_duration_seconds_bucket{path=\"reclaim_create\","
+                   "le=\"1\"}"),
             1);
   EXPECT_DOUBLE_EQ(Sample(text, "migd_allocation_duration_seconds_sum{path=\"reclaim_create\"}"),
                    0.7);
@@ -224,8 +211,9 @@ TEST_F(MigdMetricsTest, ListenerCallsCountAllocationsReclaimsTransitions) {
   EXPECT_EQ(Sample(text, "migd_reclaims_total{reason=\"operator\"}"), 1);
   EXPECT_EQ(Sample(text, "migd_reclaims_total{reason=\"cap\"}"), 0);
   EXPECT_THAT(text, Not(HasSubstr("migd_reclaims_total{reason=\"release\"}")));
-  EXPECT_EQ(Sample(text, "migd_instance_transitions_total{from=\"active\",to=\"idle\","
-                         "reason=\"release\"}"),
+  EXPECT_EQ(Sample(text,
+                   "migd_instance_transitions_total{from=\"active\",to=\"idle\","
+                   "reason=\"release\"}"),
             1);
 }
 
@@ -271,16 +259,17 @@ TEST_F(MigdMetricsTest, ScrapeReadsManagerState) {
   const std::string ci = std::to_string(p.ci_id.value());
   EXPECT_EQ(Sample(text, "hami_node_gpu_mig_instance_info{node=\"node-1\",device_uuid=\"" +
                              p.gpu_uuid.value() + "\",device_index=\"0\",mig_uuid=\"" +
-                             p.mig_uuid.value() + "\",profile=\"3g.20gb\",gpu_instance_id=\"" +
-                             gi + "\",compute_instance_id=\"" + ci + "\",placement_start=\"" +
+                             p.mig_uuid.value() + "\",profile=\"3g.20gb\",gpu_instance_id=\"" + gi +
+                             "\",compute_instance_id=\"" + ci + "\",placement_start=\"" +
                              std::to_string(p.placement.start) + "\",placement_size=\"" +
                              std::to_string(p.placement.size) + "\"}"),
             1);
-  EXPECT_EQ(Sample(text, "hami_mig_device_info{namespace=\"team-a\",pod=\"pod-p1\",container="
-                         "\"main\",vdevice_index=\"0\",device_uuid=\"" +
-                             p.gpu_uuid.value() + "\",mig_uuid=\"" + p.mig_uuid.value() +
-                             "\",profile=\"3g.20gb\",gpu_instance_id=\"" + gi +
-                             "\",compute_instance_id=\"" + ci + "\"}"),
+  EXPECT_EQ(Sample(text,
+                   "hami_mig_device_info{namespace=\"team-a\",pod=\"pod-p1\",container="
+                   "\"main\",vdevice_index=\"0\",device_uuid=\"" +
+                       p.gpu_uuid.value() + "\",mig_uuid=\"" + p.mig_uuid.value() +
+                       "\",profile=\"3g.20gb\",gpu_instance_id=\"" + gi +
+                       "\",compute_instance_id=\"" + ci + "\"}"),
             1);
   EXPECT_THAT(text, Not(HasSubstr(b.instances[0].mig_uuid.value())));  // Idle: no info series
 
@@ -306,12 +295,12 @@ TEST_F(MigdMetricsTest, ManagerReportsThroughListener) {
   EXPECT_EQ(Sample(text, "migd_allocations_total{result=\"ok\",path=\"create\"}"), 2);
   EXPECT_EQ(Sample(text, "migd_allocations_total{result=\"ok\",path=\"reuse\"}"), 1);
   EXPECT_EQ(Sample(text, "migd_allocations_total{result=\"ok\",path=\"replay\"}"), 1);
-  EXPECT_EQ(Sample(text, "migd_allocations_total{result=\"resource_exhausted\",path=\"none\"}"),
-            1);
+  EXPECT_EQ(Sample(text, "migd_allocations_total{result=\"resource_exhausted\",path=\"none\"}"), 1);
   EXPECT_EQ(Sample(text, "migd_allocation_duration_seconds_count{path=\"create\"}"), 2);
   EXPECT_EQ(Sample(text, "migd_reclaims_total{reason=\"operator\"}"), 1);
-  EXPECT_EQ(Sample(text, "migd_instance_transitions_total{from=\"active\",to=\"idle\","
-                         "reason=\"release\"}"),
+  EXPECT_EQ(Sample(text,
+                   "migd_instance_transitions_total{from=\"active\",to=\"idle\","
+                   "reason=\"release\"}"),
             2);
 }
 
@@ -350,8 +339,7 @@ TEST_F(MigdMetricsTest, ScrapesDuringAllocationsAndAttach) {
   });
   for (int i = 0; i < kRounds; ++i) {
     const std::string id = "r" + std::to_string(i);
-    ASSERT_THAT(mgr_->Allocate(Req(id, i % 2 ? "1g.5gb" : "2g.10gb", i % 3 == 0)).status(),
-                IsOk());
+    ASSERT_THAT(mgr_->Allocate(Req(id, i % 2 ? "1g.5gb" : "2g.10gb", i % 3 == 0)).status(), IsOk());
     ASSERT_THAT(mgr_->Release(id), IsOk());
   }
   done = true;
@@ -360,14 +348,15 @@ TEST_F(MigdMetricsTest, ScrapesDuringAllocationsAndAttach) {
   const std::string text = registry_.Expose();
   double total = 0;
   for (const char* path : {"create", "reuse", "reclaim_create"}) {
-    const double v = Sample(text, std::string("migd_allocations_total{result=\"ok\",path=\"") +
-                                      path + "\"}");
+    const double v =
+        Sample(text, std::string("migd_allocations_total{result=\"ok\",path=\"") + path + "\"}");
     ASSERT_GE(v, 0) << path;
     total += v;
   }
   EXPECT_EQ(total, kRounds);
-  EXPECT_EQ(Sample(text, "migd_instance_transitions_total{from=\"active\",to=\"idle\","
-                         "reason=\"release\"}"),
+  EXPECT_EQ(Sample(text,
+                   "migd_instance_transitions_total{from=\"active\",to=\"idle\","
+                   "reason=\"release\"}"),
             kRounds);
 }
 
@@ -386,8 +375,8 @@ TEST(CdiOperationCountsTest, WriterCountsEveryOperationByResult) {
   };
   cdi::SpecWriter writer(wo);
   const std::string dev = "MIG-11111111-2222-3333-4444-555555555555";
-  EXPECT_THAT(writer.Verify(dev, "x").status(), IsOk());   // missing: ok
-  EXPECT_THAT(writer.Remove(dev), IsOk());                 // absent: ok
+  EXPECT_THAT(writer.Verify(dev, "x").status(), IsOk());  // missing: ok
+  EXPECT_THAT(writer.Remove(dev), IsOk());                // absent: ok
   EXPECT_THAT(writer.Remove("bad name!"), StatusIs(StatusCode::kInvalidArgument, ::testing::_));
   cdi::BuiltSpec wrong;
   wrong.device_name = dev;
@@ -411,9 +400,10 @@ TEST(CdiOperationCountsTest, WriterCountsEveryOperationByResult) {
     for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     return s;
   }();
-  std::vector<cdi::OperationCount> want = {
-      {"remove", "invalid_argument", 1}, {"remove", "ok", 2}, {"verify", "ok", 1},
-      {"write", "invalid_argument", 1}};
+  std::vector<cdi::OperationCount> want = {{"remove", "invalid_argument", 1},
+                                           {"remove", "ok", 2},
+                                           {"verify", "ok", 1},
+                                           {"write", "invalid_argument", 1}};
   want.push_back({"remove", failed_result, 1});
   std::sort(want.begin(), want.end(), [](const auto& x, const auto& y) {
     return std::tie(x.kind, x.result) < std::tie(y.kind, y.result);

@@ -157,7 +157,7 @@ void Histogram::Observe(double value) {
   if (std::isnan(value)) return;
   // First bound >= value: buckets are "less than or equal".
   const size_t i = std::lower_bound(bounds_.begin(), bounds_.end(), value) - bounds_.begin();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   ++counts_[i];
   sum_ += value;
   ++count_;
@@ -166,7 +166,7 @@ void Histogram::Observe(double value) {
 Histogram::Snapshot Histogram::Read() const {
   Snapshot s;
   s.upper_bounds = bounds_;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   s.cumulative.resize(counts_.size());
   uint64_t acc = 0;
   for (size_t i = 0; i < counts_.size(); ++i) {
@@ -188,7 +188,7 @@ Family<T>::Family(std::string name, std::vector<std::string> label_names,
 template <typename T>
 T& Family<T>::WithLabels(const LabelValues& values) {
   MIGD_CHECK(values.size() == label_names_.size());
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = children_.find(values);
   if (it == children_.end()) it = children_.emplace(values, make_()).first;
   return *it->second;
@@ -196,7 +196,7 @@ T& Family<T>::WithLabels(const LabelValues& values) {
 
 template <typename T>
 std::vector<std::pair<LabelValues, const T*>> Family<T>::Children() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::vector<std::pair<LabelValues, const T*>> out;
   out.reserve(children_.size());
   for (const auto& [values, child] : children_) out.emplace_back(values, child.get());
@@ -296,7 +296,7 @@ void Registry::AddEntryLocked(std::shared_ptr<Entry> entry) {
 
 StatusOr<CounterFamily*> Registry::AddCounter(std::string name, std::string help,
                                               std::vector<std::string> label_names) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   MIGD_RETURN_IF_ERROR(CheckNewLocked(name, MetricType::kCounter, label_names, {}));
   auto e = std::make_shared<Entry>();
   e->name = name;
@@ -313,7 +313,7 @@ StatusOr<CounterFamily*> Registry::AddCounter(std::string name, std::string help
 
 StatusOr<GaugeFamily*> Registry::AddGauge(std::string name, std::string help,
                                           std::vector<std::string> label_names) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   MIGD_RETURN_IF_ERROR(CheckNewLocked(name, MetricType::kGauge, label_names, {}));
   auto e = std::make_shared<Entry>();
   e->name = name;
@@ -345,7 +345,7 @@ StatusOr<HistogramFamily*> Registry::AddHistogram(std::string name, std::string 
                                   FormatValue(upper_bounds[i]));
     }
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   MIGD_RETURN_IF_ERROR(CheckNewLocked(name, MetricType::kHistogram, label_names, {}));
   auto e = std::make_shared<Entry>();
   e->name = name;
@@ -363,7 +363,7 @@ StatusOr<HistogramFamily*> Registry::AddHistogram(std::string name, std::string 
 
 Status Registry::AddCollector(std::vector<CollectedFamily> families, Collector collect) {
   if (!collect) return InvalidArgumentError("collector without a callback");
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::set<std::string> pending;
   for (const CollectedFamily& f : families) {
     if (f.type == MetricType::kHistogram) {
@@ -390,11 +390,11 @@ Status Registry::AddCollector(std::vector<CollectedFamily> families, Collector c
 }
 
 std::string Registry::Expose() const {
-  std::lock_guard<std::mutex> expose_lock(expose_mu_);
+  MutexLock expose_lock(&expose_mu_);
   std::vector<std::shared_ptr<Entry>> entries;
   std::vector<std::shared_ptr<CollectorEntry>> collectors;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     for (const auto& [name, e] : families_) entries.push_back(e);
     collectors = collectors_;
   }
@@ -435,8 +435,7 @@ std::string Registry::Expose() const {
           out += '\n';
         }
         AppendSample(out, e->name + "_sum", e->label_names, values, s.sum);
-        AppendSample(out, e->name + "_count", e->label_names, values,
-                     static_cast<double>(s.count));
+        AppendSample(out, e->name + "_count", e->label_names, values, static_cast<double>(s.count));
       }
     }
   }

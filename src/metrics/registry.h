@@ -36,17 +36,19 @@
 #ifndef MIGD_METRICS_REGISTRY_H_
 #define MIGD_METRICS_REGISTRY_H_
 
+#include <absl/base/thread_annotations.h>
+
 #include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/status.h"
 
 namespace migd::metrics {
@@ -100,8 +102,8 @@ class Gauge {
 class Histogram {
  public:
   struct Snapshot {
-    std::vector<double> upper_bounds;       // finite, ascending (no +Inf)
-    std::vector<uint64_t> cumulative;       // per bound, then +Inf (size bounds + 1)
+    std::vector<double> upper_bounds;  // finite, ascending (no +Inf)
+    std::vector<uint64_t> cumulative;  // per bound, then +Inf (size bounds + 1)
     double sum = 0.0;
     uint64_t count = 0;
   };
@@ -115,10 +117,11 @@ class Histogram {
 
  private:
   const std::vector<double> bounds_;
-  mutable std::mutex mu_;
-  std::vector<uint64_t> counts_;  // GUARDED_BY(mu_): per bucket, non-cumulative, +Inf last
-  double sum_ = 0.0;              // GUARDED_BY(mu_)
-  uint64_t count_ = 0;            // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  // Per bucket, non-cumulative, +Inf last.
+  std::vector<uint64_t> counts_ ABSL_GUARDED_BY(mu_);
+  double sum_ ABSL_GUARDED_BY(mu_) = 0.0;
+  uint64_t count_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 // Upper bounds start, start*factor, ... (`count` of them). Empty when
@@ -148,8 +151,8 @@ class Family {
   const std::string name_;
   const std::vector<std::string> label_names_;
   const std::function<std::unique_ptr<T>()> make_;
-  mutable std::mutex mu_;
-  std::map<LabelValues, std::unique_ptr<T>> children_;  // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  std::map<LabelValues, std::unique_ptr<T>> children_ ABSL_GUARDED_BY(mu_);
 };
 
 // Defined (explicitly instantiated) in registry.cc.
@@ -223,19 +226,20 @@ class Registry {
   struct Entry;
   struct CollectorEntry;
 
-  // REQUIRES: mu_ held. Checks a new family against the rules and against
-  // reserved_ plus `pending` (names of the same AddCollector call).
+  // Checks a new family against the rules and against reserved_ plus
+  // `pending` (names of the same AddCollector call).
   Status CheckNewLocked(const std::string& name, MetricType type,
                         const std::vector<std::string>& label_names,
-                        const std::set<std::string>& pending) const;
-  // REQUIRES: mu_ held.
-  void AddEntryLocked(std::shared_ptr<Entry> entry);
+                        const std::set<std::string>& pending) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void AddEntryLocked(std::shared_ptr<Entry> entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  mutable std::mutex mu_;
-  std::map<std::string, std::shared_ptr<Entry>> families_;  // GUARDED_BY(mu_)
-  std::set<std::string> reserved_;  // GUARDED_BY(mu_): names and histogram suffixes
-  std::vector<std::shared_ptr<CollectorEntry>> collectors_;  // GUARDED_BY(mu_)
-  mutable std::mutex expose_mu_;  // one Expose() at a time
+  mutable Mutex mu_;
+  std::map<std::string, std::shared_ptr<Entry>> families_ ABSL_GUARDED_BY(mu_);
+  // Family names and histogram suffixes.
+  std::set<std::string> reserved_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::shared_ptr<CollectorEntry>> collectors_ ABSL_GUARDED_BY(mu_);
+  mutable Mutex expose_mu_ ABSL_ACQUIRED_BEFORE(mu_);  // one Expose() at a time
   mutable std::atomic<uint64_t> dropped_{0};
 };
 

@@ -1,10 +1,11 @@
 #include "store/record.h"
 
 #include <chrono>
-#include <exception>
-#include <limits>
 #include <nlohmann/json.hpp>
 #include <utility>
+
+#include "base/json_reader.h"
+#include "base/status_macros.h"
 
 namespace migd::store {
 namespace {
@@ -113,217 +114,98 @@ Status CheckOwner(const Owner& owner) {
   return InvalidArgumentError("owner has an unknown kind");
 }
 
-// Field access for DecodeRecord. Every mistake becomes a message naming the
-// field; the caller prefixes the file name.
-class Reader {
- public:
-  explicit Reader(const Json& obj, std::string prefix = "")
-      : obj_(obj), prefix_(std::move(prefix)) {}
-
-  bool Has(const char* name) const { return obj_.contains(name) && !obj_.at(name).is_null(); }
-
-  StatusOr<std::string> String(const char* name) const {
-    if (!Has(name)) return Missing(name);
-    const Json& v = obj_.at(name);
-    if (!v.is_string()) return Mistyped(name, "a string");
-    return v.get<std::string>();
-  }
-
-  StatusOr<std::string> OptionalString(const char* name) const {
-    if (!Has(name)) return std::string();
-    return String(name);
-  }
-
-  StatusOr<uint32_t> Uint32(const char* name) const {
-    if (!Has(name)) return Missing(name);
-    const Json& v = obj_.at(name);
-    if (!v.is_number_unsigned()) return Mistyped(name, "a non-negative integer");
-    const uint64_t u = v.get<uint64_t>();
-    if (u > std::numeric_limits<uint32_t>::max()) return Mistyped(name, "a 32-bit integer");
-    return static_cast<uint32_t>(u);
-  }
-
-  StatusOr<uint64_t> Uint64(const char* name) const {
-    if (!Has(name)) return Missing(name);
-    const Json& v = obj_.at(name);
-    if (!v.is_number_unsigned()) return Mistyped(name, "a non-negative integer");
-    return v.get<uint64_t>();
-  }
-
-  // A timestamp: "<name>Unix" (authoritative) plus "<name>" (RFC 3339 text).
-  StatusOr<Clock::TimePoint> Time(const std::string& name) const {
-    const std::string unix_name = name + "Unix";
-    if (!Has(unix_name.c_str())) return Missing(unix_name.c_str());
-    const Json& v = obj_.at(unix_name);
-    if (!v.is_number_integer()) return Mistyped(unix_name.c_str(), "an integer");
-    // nlohmann keeps non-negative numbers as unsigned and negative ones as
-    // signed; either may be out of range.
-    const bool in_range = v.is_number_unsigned()
-                              ? v.get<uint64_t>() <= static_cast<uint64_t>(kMaxUnixSeconds)
-                              : false;
-    if (!in_range) return DataLossError(prefix_ + unix_name + " is out of range");
-    const auto s = static_cast<int64_t>(v.get<uint64_t>());
-    if (Has(name.c_str()) && !obj_.at(name).is_string()) {
-      return Mistyped(name.c_str(), "a string");
-    }
-    return Clock::TimePoint(std::chrono::seconds(s));
-  }
-
-  StatusOr<Reader> Object(const char* name) const {
-    if (!Has(name)) return Missing(name);
-    const Json& v = obj_.at(name);
-    if (!v.is_object()) return Mistyped(name, "an object");
-    return Reader(v, prefix_ + name + ".");
-  }
-
- private:
-  Status Missing(const char* name) const { return DataLossError(prefix_ + name + " is missing"); }
-  Status Mistyped(const char* name, const char* what) const {
-    return DataLossError(prefix_ + name + " is not " + what);
-  }
-
-  const Json& obj_;
-  std::string prefix_;
-};
-
 Json EncodeTime(Clock::TimePoint t) { return Json(FormatRfc3339(t)); }
 
-StatusOr<Owner> DecodeOwner(const Reader& top) {
-  if (!top.Has("owner")) return Owner{};
-  StatusOr<Reader> r = top.Object("owner");
-  if (!r.ok()) return r.status();
-  StatusOr<std::string> kind = r->String("kind");
-  if (!kind.ok()) return kind.status();
-  Owner owner;
-  if (*kind == "none") return owner;
-  if (*kind == "pod") {
-    owner.kind = Owner::Kind::kPod;
-    StatusOr<std::string> ns = r->String("namespace");
-    if (!ns.ok()) return ns.status();
-    StatusOr<std::string> name = r->String("name");
-    if (!name.ok()) return name.status();
-    StatusOr<std::string> uid = r->String("uid");
-    if (!uid.ok()) return uid.status();
-    StatusOr<std::string> container = r->OptionalString("container");
-    if (!container.ok()) return container.status();
-    owner.pod_namespace = std::move(*ns);
-    owner.pod_name = std::move(*name);
-    owner.pod_uid = PodUid(std::move(*uid));
-    owner.container = std::move(*container);
-    return owner;
-  }
-  if (*kind == "opaque") {
-    owner.kind = Owner::Kind::kOpaque;
-    StatusOr<std::string> id = r->String("id");
-    if (!id.ok()) return id.status();
-    owner.opaque_id = std::move(*id);
-    return owner;
-  }
-  return DataLossError("owner.kind '" + *kind + "' is not none, pod or opaque");
+// A timestamp: "<name>Unix" (authoritative, whole seconds in [0,
+// kMaxUnixSeconds]) plus "<name>" (RFC 3339 text, only checked to be a string).
+StatusOr<Clock::TimePoint> DecodeTime(const JsonReader& r, const std::string& name) {
+  MIGD_ASSIGN_OR_RETURN(int64_t s, r.Int(name + "Unix", 0, kMaxUnixSeconds));
+  MIGD_RETURN_IF_ERROR(r.OptionalString(name).status());
+  return Clock::TimePoint(std::chrono::seconds(s));
 }
 
-StatusOr<Record> DecodeObject(const Json& doc) {
-  if (!doc.is_object()) return DataLossError("the document is not a JSON object");
-  Reader r(doc);
-  Record rec;
+StatusOr<Owner> DecodeOwner(const JsonReader& top) {
+  MIGD_ASSIGN_OR_RETURN(std::optional<JsonReader> r, top.OptionalObject("owner"));
+  if (!r) return Owner{};
+  MIGD_ASSIGN_OR_RETURN(size_t kind, r->Enum("kind", {"none", "pod", "opaque"}));
+  Owner owner;
+  if (kind == 1) {
+    owner.kind = Owner::Kind::kPod;
+    MIGD_ASSIGN_OR_RETURN(owner.pod_namespace, r->String("namespace"));
+    MIGD_ASSIGN_OR_RETURN(owner.pod_name, r->String("name"));
+    MIGD_ASSIGN_OR_RETURN(std::string uid, r->String("uid"));
+    owner.pod_uid = PodUid(std::move(uid));
+    MIGD_ASSIGN_OR_RETURN(owner.container, r->OptionalString("container"));
+  } else if (kind == 2) {
+    owner.kind = Owner::Kind::kOpaque;
+    MIGD_ASSIGN_OR_RETURN(owner.opaque_id, r->String("id"));
+  }
+  return owner;
+}
 
-  // The version first: a record of another schema may differ in anything else.
-  if (!r.Has("version")) return DataLossError("version is missing");
-  if (!doc.at("version").is_number_integer()) return DataLossError("version is not an integer");
-  const Json& version = doc.at("version");
-  if (!version.is_number_unsigned() || version.get<uint64_t>() != uint64_t{kSchemaVersion}) {
-    return UnimplementedError("schema version " + version.dump() +
+// The version first: a record of another schema may differ in anything else.
+Status CheckVersion(const JsonReader& r) {
+  if (!r.Has("version")) return r.ExpectedAt("version", "an integer");
+  const JsonReader v = r.Child("version");
+  if (!v.value().is_number_integer()) return v.Expected("an integer");
+  if (!v.value().is_number_unsigned() || v.value().get<uint64_t>() != uint64_t{kSchemaVersion}) {
+    return UnimplementedError(r.source() + ": schema version " + v.value().dump() +
                               " is not supported (this migd reads version " +
                               std::to_string(kSchemaVersion) + ")");
   }
-  rec.schema_version = kSchemaVersion;
+  return OkStatus();
+}
 
-  StatusOr<std::string> phase = r.String("phase");
-  if (!phase.ok()) return phase.status();
-  std::optional<RecordPhase> p = ParseRecordPhase(*phase);
-  if (!p) return DataLossError("phase '" + *phase + "' is not intent or committed");
-  rec.phase = *p;
-
-  StatusOr<std::string> state = r.String("state");
-  if (!state.ok()) return state.status();
-  std::optional<RecordState> st = ParseRecordState(*state);
-  if (!st) return DataLossError("state '" + *state + "' is not a known state");
-  rec.state = *st;
-
-  StatusOr<std::string> gpu = r.String("parentGPUUUID");
-  if (!gpu.ok()) return gpu.status();
-  rec.key.gpu_uuid = GpuUuid(std::move(*gpu));
-
-  StatusOr<uint32_t> profile_id = r.Uint32("profileID");
-  if (!profile_id.ok()) return profile_id.status();
-  rec.key.profile_id = GiProfileId(*profile_id);
-
-  StatusOr<std::string> profile_name = r.String("profile");
-  if (!profile_name.ok()) return profile_name.status();
-  rec.profile_name = std::move(*profile_name);
-
-  StatusOr<Reader> placement = r.Object("placement");
-  if (!placement.ok()) return placement.status();
-  StatusOr<uint32_t> start = placement->Uint32("start");
-  if (!start.ok()) return start.status();
-  StatusOr<uint32_t> size = placement->Uint32("size");
-  if (!size.ok()) return size.status();
-  rec.key.placement = mig::Placement{.start = *start, .size = *size};
-
+// The key and the runtime identity.
+Status DecodeIdentity(const JsonReader& r, Record& rec) {
+  MIGD_ASSIGN_OR_RETURN(std::string gpu, r.String("parentGPUUUID"));
+  rec.key.gpu_uuid = GpuUuid(std::move(gpu));
+  MIGD_ASSIGN_OR_RETURN(uint32_t profile_id, r.Uint32("profileID"));
+  rec.key.profile_id = GiProfileId(profile_id);
+  MIGD_ASSIGN_OR_RETURN(rec.profile_name, r.String("profile"));
+  MIGD_ASSIGN_OR_RETURN(JsonReader placement, r.Object("placement"));
+  MIGD_ASSIGN_OR_RETURN(rec.key.placement.start, placement.Uint32("start"));
+  MIGD_ASSIGN_OR_RETURN(rec.key.placement.size, placement.Uint32("size"));
   if (r.Has("gpuInstanceID")) {
-    StatusOr<uint32_t> gi = r.Uint32("gpuInstanceID");
-    if (!gi.ok()) return gi.status();
-    rec.gi_id = NvmlGiId(*gi);
+    MIGD_ASSIGN_OR_RETURN(uint32_t gi, r.Uint32("gpuInstanceID"));
+    rec.gi_id = NvmlGiId(gi);
   }
   if (r.Has("computeInstanceID")) {
-    StatusOr<uint32_t> ci = r.Uint32("computeInstanceID");
-    if (!ci.ok()) return ci.status();
-    rec.ci_id = NvmlCiId(*ci);
+    MIGD_ASSIGN_OR_RETURN(uint32_t ci, r.Uint32("computeInstanceID"));
+    rec.ci_id = NvmlCiId(ci);
   }
   if (r.Has("migUUID")) {
-    StatusOr<std::string> mig = r.String("migUUID");
-    if (!mig.ok()) return mig.status();
-    rec.mig_uuid = MigUuid(std::move(*mig));
+    MIGD_ASSIGN_OR_RETURN(std::string mig, r.String("migUUID"));
+    rec.mig_uuid = MigUuid(std::move(mig));
   }
+  return OkStatus();
+}
 
-  StatusOr<Owner> owner = DecodeOwner(r);
-  if (!owner.ok()) return owner.status();
-  rec.owner = std::move(*owner);
-
-  StatusOr<std::string> request_id = r.OptionalString("requestID");
-  if (!request_id.ok()) return request_id.status();
-  rec.request_id = std::move(*request_id);
-
-  StatusOr<std::string> boot_id = r.String("bootID");
-  if (!boot_id.ok()) return boot_id.status();
-  rec.boot_id = std::move(*boot_id);
-
-  StatusOr<Clock::TimePoint> created = r.Time("createdAt");
-  if (!created.ok()) return created.status();
-  rec.created_at = *created;
-  StatusOr<Clock::TimePoint> updated = r.Time("updatedAt");
-  if (!updated.ok()) return updated.status();
-  rec.updated_at = *updated;
+StatusOr<Record> DecodeObject(const JsonReader& r) {
+  MIGD_RETURN_IF_ERROR(r.ExpectObject());
+  MIGD_RETURN_IF_ERROR(CheckVersion(r));
+  Record rec;
+  rec.schema_version = kSchemaVersion;
+  MIGD_ASSIGN_OR_RETURN(size_t phase, r.Enum("phase", {kPhaseNames[0], kPhaseNames[1]}));
+  rec.phase = static_cast<RecordPhase>(phase);
+  MIGD_ASSIGN_OR_RETURN(
+      size_t state, r.Enum("state", {kStateNames[0], kStateNames[1], kStateNames[2], kStateNames[3],
+                                     kStateNames[4], kStateNames[5]}));
+  rec.state = static_cast<RecordState>(state);
+  MIGD_RETURN_IF_ERROR(DecodeIdentity(r, rec));
+  MIGD_ASSIGN_OR_RETURN(rec.owner, DecodeOwner(r));
+  MIGD_ASSIGN_OR_RETURN(rec.request_id, r.OptionalString("requestID"));
+  MIGD_ASSIGN_OR_RETURN(rec.boot_id, r.String("bootID"));
+  MIGD_ASSIGN_OR_RETURN(rec.created_at, DecodeTime(r, "createdAt"));
+  MIGD_ASSIGN_OR_RETURN(rec.updated_at, DecodeTime(r, "updatedAt"));
   if (r.Has("lastUsedAtUnix")) {
-    StatusOr<Clock::TimePoint> used = r.Time("lastUsedAt");
-    if (!used.ok()) return used.status();
-    rec.last_used_at = *used;
+    MIGD_ASSIGN_OR_RETURN(rec.last_used_at, DecodeTime(r, "lastUsedAt"));
   }
-
-  StatusOr<uint64_t> generation = r.Uint64("generation");
-  if (!generation.ok()) return generation.status();
-  rec.generation = *generation;
+  MIGD_ASSIGN_OR_RETURN(rec.generation, r.Uint("generation"));
   return rec;
 }
 
 }  // namespace
-
-std::string RecordKey::ToString() const {
-  return "gpu=" + gpu_uuid.value() + " profile=" + std::to_string(profile_id.value()) +
-         " placement=" + placement.ToString();
-}
-
-std::ostream& operator<<(std::ostream& os, const RecordKey& key) { return os << key.ToString(); }
 
 std::string_view RecordPhaseName(RecordPhase phase) {
   return kPhaseNames[static_cast<size_t>(phase)];
@@ -390,6 +272,15 @@ Status ValidateKey(const RecordKey& key) {
   return OkStatus();
 }
 
+InstanceIdentity IdentityOf(const Record& record) {
+  InstanceIdentity id;
+  static_cast<RecordKey&>(id) = record.key;
+  id.gi_id = record.gi_id.value_or(NvmlGiId(0));
+  id.ci_id = record.ci_id.value_or(NvmlCiId(0));
+  id.mig_uuid = record.mig_uuid.value_or(MigUuid(""));
+  return id;
+}
+
 StatusOr<std::string> RecordFileName(const RecordKey& key) {
   Status s = ValidateKey(key);
   if (!s.ok()) return s;
@@ -412,9 +303,9 @@ Status ValidateRecord(const Record& record) {
     s = CheckString(field, value);
     if (!s.ok()) return s;
   }
-  if (record.mig_uuid && !IsValidMigUuid(record.mig_uuid->value())) {
-    return InvalidArgumentError("MIG UUID '" + record.mig_uuid->value().substr(0, 64) +
-                                "' is not of the form MIG-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx");
+  if (record.mig_uuid) {
+    s = ValidateMigUuidOf(record.key.gpu_uuid, *record.mig_uuid);
+    if (!s.ok()) return s;
   }
   if (record.phase == RecordPhase::kCommitted) {
     if (!record.gi_id || !record.ci_id || !record.mig_uuid) {
@@ -481,18 +372,8 @@ std::string EncodeRecord(const Record& record) {
 }
 
 StatusOr<Record> DecodeRecord(std::string_view json_text, std::string_view file) {
-  const std::string prefix = std::string(file) + ": ";
-  try {
-    Json doc = Json::parse(json_text, /*cb=*/nullptr, /*allow_exceptions=*/false);
-    if (doc.is_discarded()) return DataLossError(prefix + "not valid JSON");
-    StatusOr<Record> rec = DecodeObject(doc);
-    if (!rec.ok()) return Status(rec.status().code(), prefix + std::string(rec.status().message()));
-    return rec;
-  } catch (const std::exception& e) {
-    // nlohmann::json throws on its own misuse only (we check types first);
-    // exceptions stop here (style.md §2.3).
-    return DataLossError(prefix + "malformed record: " + e.what());
-  }
+  MIGD_ASSIGN_OR_RETURN(Json doc, ParseJson(json_text, file, StatusCode::kDataLoss));
+  return DecodeObject(JsonReader(doc, std::string(file), StatusCode::kDataLoss));
 }
 
 }  // namespace migd::store

@@ -1,7 +1,7 @@
 // File: store/record.h
 //
 // The ownership record of one MIG instance, as it is kept on disk by
-// store::RecordStore (record_store.h): its identity (the key of DESIGN.md §3),
+// store::RecordStore (record_store.h): its identity (store/instance_identity.h),
 // where it is in the create journal (intent or committed), its runtime ids,
 // lifecycle state, owner and timestamps; plus the pure functions that name,
 // validate, encode and decode it. Nothing here touches the filesystem.
@@ -16,11 +16,12 @@
 // The GPU UUID is validated (IsValidGpuUuid), so a name can never contain
 // '/', ".." or any character outside [0-9A-Za-z_.-].
 //
-// JSON (schema version 1). Field names reuse HAMi's `version: 1` ownership
-// record names where they exist (hami.md §10: version, migUUID, parentGPUUUID,
-// profile, placement{start,size}, gpuInstanceID, computeInstanceID) and add
-// migd's own. Absent optionals are omitted. Unknown fields are ignored on read,
-// so version 1 may grow additive fields; anything else bumps the version.
+// JSON (schema version 1). Field names reuse those of HAMi's `version: 1`
+// dynamic-MIG ownership record where they exist (version, migUUID,
+// parentGPUUUID, profile, placement{start,size}, gpuInstanceID,
+// computeInstanceID; docs/engine.md, "Records") and add migd's own.
+// Absent optionals are omitted. Unknown fields are ignored on read, so
+// version 1 may grow additive fields; anything else bumps the version.
 //
 //   {
 //     "version": 1,
@@ -65,6 +66,7 @@
 #include "base/ids.h"
 #include "base/status.h"
 #include "mig/placement.h"
+#include "store/instance_identity.h"
 
 namespace migd::store {
 
@@ -78,28 +80,13 @@ inline constexpr size_t kMaxFieldBytes = 256;
 // Clock::TimePoint (int64 nanoseconds).
 inline constexpr int64_t kMaxUnixSeconds = 9'000'000'000;
 
-// The identity of an instance (DESIGN.md §3). Also the file name.
-struct RecordKey {
-  GpuUuid gpu_uuid;
-  GiProfileId profile_id;
-  mig::Placement placement;
-
-  // "gpu=GPU-… profile=19 placement=0:1", for logs.
-  std::string ToString() const;
-
-  friend auto operator<=>(const RecordKey&, const RecordKey&) = default;
-  friend bool operator==(const RecordKey&, const RecordKey&) = default;
-};
-
-std::ostream& operator<<(std::ostream& os, const RecordKey& key);
-
 // Where the record is in the create journal.
 enum class RecordPhase {
   kIntent,     // written before the GI is created; ids and MIG UUID may be absent
   kCommitted,  // written after GI and CI exist; ids and MIG UUID present
 };
 
-// Mirrors the engine's instance states (DESIGN.md §3) by name.
+// Mirrors the engine's instance states (engine/instance_state.h) by name.
 enum class RecordState { kCreating, kActive, kIdle, kReclaiming, kDeleting, kError };
 
 // "intent" / "committed".
@@ -163,6 +150,10 @@ struct Record {
   friend bool operator==(const Record&, const Record&) = default;
 };
 
+// The identity `record` states: its key and, where present, its GI id, CI id
+// and MIG UUID (0 / empty where absent, as in an intent).
+InstanceIdentity IdentityOf(const Record& record);
+
 // Checks the key (valid GPU UUID, 0 < size, start + size <= kMaxMemorySlices).
 // Errors: kInvalidArgument naming the offending field.
 Status ValidateKey(const RecordKey& key);
@@ -175,7 +166,7 @@ StatusOr<std::string> RecordFileName(const RecordKey& key);
 //   - committed: gi_id, ci_id and mig_uuid present;
 //   - intent: state is Creating, Deleting or Error (an intent never describes
 //     an instance that was handed out);
-//   - mig_uuid, when present, passes IsValidMigUuid;
+//   - mig_uuid, when present, passes ValidateMigUuidOf(key.gpu_uuid, …);
 //   - owner consistent with its kind; Idle has no owner; Active has one;
 //   - strings at most kMaxFieldBytes, without control characters;
 //   - timestamps within [0, kMaxUnixSeconds].
@@ -189,10 +180,13 @@ std::string EncodeRecord(const Record& record);
 
 // Parses the JSON text of a record. `file` names the source in messages.
 // Checks syntax, field presence and types and integer ranges, but not the
-// semantic rules of ValidateRecord.
-// Errors: kDataLoss ("<file>: …") for invalid JSON, a missing or mistyped
-// field or an unknown enum name; kUnimplemented for a schema version other
-// than kSchemaVersion. Never throws.
+// semantic rules of ValidateRecord. Null members count as absent; unknown
+// members are ignored.
+// Errors: kDataLoss in base/json_reader.h's style ("<file>: /owner/kind:
+// expected one of none, pod, opaque, got \"x\"") for invalid JSON, a missing
+// or mistyped member or an unknown enum name; kUnimplemented ("<file>: schema
+// version 2 is not supported …") for a version other than kSchemaVersion.
+// Never throws.
 StatusOr<Record> DecodeRecord(std::string_view json_text, std::string_view file);
 
 }  // namespace migd::store

@@ -25,14 +25,6 @@ constexpr std::string_view kTempSuffix = ".tmp";
 constexpr size_t kMaxQuarantineBase = 200;
 constexpr int kMaxQuarantineAttempts = 100;
 
-bool EndsWith(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
-bool StartsWith(std::string_view s, std::string_view prefix) {
-  return s.size() >= prefix.size() && s.substr(0, prefix.size()) == prefix;
-}
-
 bool AllDigits(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
@@ -40,14 +32,14 @@ bool AllDigits(std::string_view s) {
 // ".<base>.json.<pid>.<n>.tmp": the temp name AtomicWriteFile uses for a
 // record (base/file_util.h).
 bool IsRecordTempName(std::string_view name) {
-  if (!StartsWith(name, ".") || !EndsWith(name, kTempSuffix)) return false;
+  if (!name.starts_with(".") || !name.ends_with(kTempSuffix)) return false;
   std::string_view inner = name.substr(1, name.size() - 1 - kTempSuffix.size());
   for (int i = 0; i < 2; ++i) {
     const size_t dot = inner.rfind('.');
     if (dot == std::string_view::npos || !AllDigits(inner.substr(dot + 1))) return false;
     inner = inner.substr(0, dot);
   }
-  return inner.size() > kJsonSuffix.size() && EndsWith(inner, kJsonSuffix);
+  return inner.size() > kJsonSuffix.size() && inner.ends_with(kJsonSuffix);
 }
 
 std::string OctalMode(mode_t mode) {
@@ -98,6 +90,41 @@ std::string CompactTimestamp(Clock::TimePoint t) {
   std::string s = FormatRfc3339(t);
   std::erase_if(s, [](char c) { return c == '-' || c == ':'; });
   return s;
+}
+
+// What an entry of stateDir is, by name and lstat(2) (never followed). For
+// anything but a record file or the quarantine dir, fills `problem` and says
+// whether the entry is to be quarantined.
+enum class EntryKind { kRecordFile, kQuarantineDir, kProblem };
+
+EntryKind ClassifyEntry(int dir_fd, const std::string& dir, const std::string& name,
+                        LoadProblem& problem, bool& quarantine) {
+  struct stat st {};
+  if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    problem.kind = ProblemKind::kUnreadable;
+    problem.reason = ErrnoToStatus(errno, "lstat " + dir + "/" + name).ToString();
+  } else if (S_ISLNK(st.st_mode)) {
+    problem.kind = ProblemKind::kSymlink;
+    problem.reason = "a symbolic link; not followed, left in place";
+  } else if (S_ISDIR(st.st_mode) && name == kQuarantineDirName) {
+    return EntryKind::kQuarantineDir;
+  } else if (!S_ISREG(st.st_mode)) {
+    problem.kind = ProblemKind::kNotRegular;
+    problem.reason = "not a regular file; left in place";
+  } else if (IsRecordTempName(name)) {
+    problem.kind = ProblemKind::kStaleTemp;
+    problem.reason = "a temporary file of an interrupted record write";
+    quarantine = true;
+  } else if (name.starts_with(kHamiRecordPrefix) && name.ends_with(kJsonSuffix)) {
+    problem.kind = ProblemKind::kForeign;
+    problem.reason = "an ownership record of HAMi's device plugin; not loaded, left in place";
+  } else if (!name.ends_with(kJsonSuffix)) {
+    problem.kind = ProblemKind::kUnknownEntry;
+    problem.reason = "not a record file name; left in place";
+  } else {
+    return EntryKind::kRecordFile;
+  }
+  return EntryKind::kProblem;
 }
 
 }  // namespace
@@ -202,33 +229,36 @@ StatusOr<std::string> RecordStore::PathOf(const RecordKey& key) const {
 }
 
 void RecordStore::LockKey(const RecordKey& key) {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return !loading_ && loaders_waiting_ == 0 && busy_keys_.count(key) == 0; });
+  MutexLock lock(&mu_);
+  cv_.Wait(&mu_, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return !loading_ && loaders_waiting_ == 0 && busy_keys_.count(key) == 0;
+  });
   busy_keys_.insert(key);
 }
 
 void RecordStore::UnlockKey(const RecordKey& key) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     busy_keys_.erase(key);
   }
-  cv_.notify_all();
+  cv_.SignalAll();
 }
 
 void RecordStore::LockAll() {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   ++loaders_waiting_;
-  cv_.wait(lock, [&] { return !loading_ && busy_keys_.empty(); });
+  cv_.Wait(&mu_,
+           [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !loading_ && busy_keys_.empty(); });
   --loaders_waiting_;
   loading_ = true;
 }
 
 void RecordStore::UnlockAll() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     loading_ = false;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
 }
 
 StatusOr<std::optional<RecordStore::Known>> RecordStore::PeekExisting(
@@ -279,7 +309,7 @@ StatusOr<Record> RecordStore::Put(Record record) {
   std::optional<Known> known;
   bool pending = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     auto it = known_.find(record.key);
     if (it != known_.end()) known = it->second;
     pending = pending_removals_.count(record.key) != 0;
@@ -325,7 +355,7 @@ StatusOr<Record> RecordStore::Put(Record record) {
                                {.mode = 0600, .sync = true, .crash_points = "record.write"});
   if (!s.ok()) return s.WithContext("writing record for " + record.key.ToString());
 
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   known_[record.key] = Known{.phase = record.phase,
                              .mig_uuid = record.mig_uuid,
                              .created_at = record.created_at,
@@ -363,7 +393,7 @@ Status RecordStore::Remove(const RecordKey& key) {
   if (!path.ok()) return path.status();
   KeyLock key_lock(*this, key);
   Status s = RemovePath(*path);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (s.ok()) {
     known_.erase(key);
     pending_removals_.erase(key);
@@ -383,12 +413,12 @@ Status RecordStore::RetryPendingRemovals() {
     if (!path.ok()) continue;
     KeyLock key_lock(*this, key);
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       // A Put since the failure superseded the removal.
       if (pending_removals_.count(key) == 0) continue;
     }
     Status s = RemovePath(*path);
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (s.ok()) {
       known_.erase(key);
       pending_removals_.erase(key);
@@ -406,12 +436,12 @@ Status RecordStore::RetryPendingRemovals() {
 }
 
 size_t RecordStore::pending_removals() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return pending_removals_.size();
 }
 
 std::vector<RecordKey> RecordStore::PendingRemovals() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return {pending_removals_.begin(), pending_removals_.end()};
 }
 
@@ -513,29 +543,9 @@ StatusOr<LoadResult> RecordStore::LoadAll() {
     LoadProblem problem;
     problem.file = name;
     bool quarantine = false;
-    struct stat st {};
-    if (::fstatat(::dirfd(d), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
-      problem.kind = ProblemKind::kUnreadable;
-      problem.reason = ErrnoToStatus(errno, "lstat " + dir_ + "/" + name).ToString();
-    } else if (S_ISLNK(st.st_mode)) {
-      problem.kind = ProblemKind::kSymlink;
-      problem.reason = "a symbolic link; not followed, left in place";
-    } else if (S_ISDIR(st.st_mode) && name == kQuarantineDirName) {
-      continue;
-    } else if (!S_ISREG(st.st_mode)) {
-      problem.kind = ProblemKind::kNotRegular;
-      problem.reason = "not a regular file; left in place";
-    } else if (IsRecordTempName(name)) {
-      problem.kind = ProblemKind::kStaleTemp;
-      problem.reason = "a temporary file of an interrupted record write";
-      quarantine = true;
-    } else if (StartsWith(name, kHamiRecordPrefix) && EndsWith(name, kJsonSuffix)) {
-      problem.kind = ProblemKind::kForeign;
-      problem.reason = "an ownership record of HAMi's device plugin; not loaded, left in place";
-    } else if (!EndsWith(name, kJsonSuffix)) {
-      problem.kind = ProblemKind::kUnknownEntry;
-      problem.reason = "not a record file name; left in place";
-    } else {
+    const EntryKind kind = ClassifyEntry(::dirfd(d), dir_, name, problem, quarantine);
+    if (kind == EntryKind::kQuarantineDir) continue;
+    if (kind == EntryKind::kRecordFile) {
       std::optional<Record> rec = LoadOne(name, problem);
       if (rec) {
         const RecordKey key = rec->key;
@@ -543,7 +553,7 @@ StatusOr<LoadResult> RecordStore::LoadAll() {
                            .mig_uuid = rec->mig_uuid,
                            .created_at = rec->created_at,
                            .generation = rec->generation};
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(&mu_);
         if (pending_removals_.count(key) == 0) result.records.push_back(std::move(*rec));
         continue;
       }
@@ -567,7 +577,7 @@ StatusOr<LoadResult> RecordStore::LoadAll() {
   std::sort(result.records.begin(), result.records.end(),
             [](const Record& a, const Record& b) { return a.key < b.key; });
 
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   known_ = std::move(known);
   return result;
 }

@@ -1,6 +1,6 @@
 // File: store/record_store.h
 //
-// RecordStore: durable ownership records of MIG instances (DESIGN.md §4), one
+// RecordStore: durable ownership records of MIG instances, one
 // file per instance in `stateDir` (default /var/run/hami/dynamic-mig-state,
 // mode 0700). The engine is its only writer: it journals every create through
 // it and hands the loaded records to recovery. Format and file naming are in
@@ -68,12 +68,12 @@
 #ifndef MIGD_STORE_RECORD_STORE_H_
 #define MIGD_STORE_RECORD_STORE_H_
 
-#include <condition_variable>
+#include <absl/base/thread_annotations.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -81,6 +81,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/mutex.h"
 #include "base/status.h"
 #include "store/file_ops.h"
 #include "store/record.h"
@@ -90,7 +91,7 @@ namespace migd::store {
 inline constexpr std::string_view kDefaultStateDir = "/var/run/hami/dynamic-mig-state";
 // Subdirectory of stateDir that receives quarantined files.
 inline constexpr std::string_view kQuarantineDirName = "quarantine";
-// File names HAMi's own device plugin uses in the same directory (hami.md §10).
+// File names HAMi's own device plugin uses in the same directory (left alone).
 inline constexpr std::string_view kHamiRecordPrefix = "hami-owned-";
 
 struct RecordStoreOptions {
@@ -231,11 +232,12 @@ class RecordStore {
 
   RecordStore(std::string dir, Clock& clock, RecordStoreOptions options);
 
-  // The per-key lock (see KeyLock) and the exclusive gate of LoadAll.
-  void LockKey(const RecordKey& key);
-  void UnlockKey(const RecordKey& key);
-  void LockAll();
-  void UnlockAll();
+  // The per-key lock (see KeyLock) and the exclusive gate of LoadAll (both
+  // built on mu_ and cv_; none of them is held across disk I/O as mu_).
+  void LockKey(const RecordKey& key) ABSL_LOCKS_EXCLUDED(mu_);
+  void UnlockKey(const RecordKey& key) ABSL_LOCKS_EXCLUDED(mu_);
+  void LockAll() ABSL_LOCKS_EXCLUDED(mu_);
+  void UnlockAll() ABSL_LOCKS_EXCLUDED(mu_);
 
   // Reads the existing file of a key that this store has not seen yet.
   StatusOr<std::optional<Known>> PeekExisting(const RecordKey& key, const std::string& path) const;
@@ -256,18 +258,17 @@ class RecordStore {
   const RecordStoreOptions options_;
   FileOps& ops_;
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  // Each member below is GUARDED_BY(mu_); base/ has no annotation macros yet.
+  mutable Mutex mu_;
+  CondVar cv_;  // busy_keys_ or loading_ changed
   // Keys with a Put/Remove/retry in progress (the per-key lock).
-  std::set<RecordKey> busy_keys_;
+  std::set<RecordKey> busy_keys_ ABSL_GUARDED_BY(mu_);
   // LoadAll holds the gate / waits for it; no key lock is granted meanwhile.
-  bool loading_ = false;
-  int loaders_waiting_ = 0;
+  bool loading_ ABSL_GUARDED_BY(mu_) = false;
+  int loaders_waiting_ ABSL_GUARDED_BY(mu_) = 0;
   // Records known to exist on disk (from LoadAll and Put; erased by Remove).
-  std::map<RecordKey, Known> known_;
+  std::map<RecordKey, Known> known_ ABSL_GUARDED_BY(mu_);
   // Keys whose Remove failed; RetryPendingRemovals retries them.
-  std::set<RecordKey> pending_removals_;
+  std::set<RecordKey> pending_removals_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace migd::store

@@ -15,6 +15,7 @@ namespace {
 
 using ::migd::testing::IsOk;
 using ::migd::testing::StatusIs;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 using Json = nlohmann::json;
 
@@ -77,6 +78,18 @@ TEST(RecordNameTest, NamesAndParsesPhasesAndStates) {
   EXPECT_EQ(OwnerKindName(Owner::Kind::kNone), "none");
   EXPECT_EQ(OwnerKindName(Owner::Kind::kPod), "pod");
   EXPECT_EQ(OwnerKindName(Owner::Kind::kOpaque), "opaque");
+}
+
+TEST(RecordIdentityTest, IdentityOfARecordHasItsKeyAndRuntimeNames) {
+  const InstanceIdentity id = IdentityOf(Committed());
+  EXPECT_EQ(id.key(), Key());
+  EXPECT_EQ(id.gi_id, NvmlGiId(9));
+  EXPECT_EQ(id.ci_id, NvmlCiId(0));
+  EXPECT_EQ(id.mig_uuid, MigUuid(kMig));
+  const InstanceIdentity intent = IdentityOf(Intent());
+  EXPECT_EQ(intent.key(), Key());
+  EXPECT_EQ(intent.gi_id, NvmlGiId(0));
+  EXPECT_TRUE(intent.mig_uuid.value().empty());
 }
 
 TEST(RecordKeyTest, ToStringUsesLogKeys) {
@@ -186,19 +199,23 @@ TEST(RecordCodecTest, InvalidJsonIsDataLossNamingTheFile) {
                 StatusIs(StatusCode::kDataLoss, HasSubstr("a.json: not valid JSON")))
         << text;
   }
-  EXPECT_THAT(
-      DecodeRecord("[1, 2]", "a.json"),
-      StatusIs(StatusCode::kDataLoss, HasSubstr("a.json: the document is not a JSON object")));
+  EXPECT_THAT(DecodeRecord("[1, 2]", "a.json"),
+              StatusIs(StatusCode::kDataLoss,
+                       HasSubstr("a.json: the document: expected an object, got an array")));
 }
 
 TEST(RecordCodecTest, SchemaVersionChecks) {
   Json j = EncodeToJson(Committed());
   j.erase("version");
-  EXPECT_THAT(DecodeRecord(j.dump(), "a.json"),
-              StatusIs(StatusCode::kDataLoss, HasSubstr("version is missing")));
+  EXPECT_THAT(
+      DecodeRecord(j.dump(), "a.json"),
+      StatusIs(
+          StatusCode::kDataLoss,
+          HasSubstr("a.json: /version: expected an integer, got nothing (the member is missing)")));
   j["version"] = "1";
   EXPECT_THAT(DecodeRecord(j.dump(), "a.json"),
-              StatusIs(StatusCode::kDataLoss, HasSubstr("version is not an integer")));
+              StatusIs(StatusCode::kDataLoss,
+                       HasSubstr("a.json: /version: expected an integer, got \"1\"")));
   for (const Json& v : {Json(2), Json(0), Json(-1), Json(1ull << 40)}) {
     j["version"] = v;
     EXPECT_THAT(DecodeRecord(j.dump(), "a.json"),
@@ -222,8 +239,12 @@ TEST_P(MissingFieldTest, IsDataLossNamingTheField) {
   } else {
     j.at(field.substr(0, dot)).erase(field.substr(dot + 1));
   }
-  EXPECT_THAT(DecodeRecord(j.dump(), "a.json"),
-              StatusIs(StatusCode::kDataLoss, HasSubstr(field + " is missing")));
+  std::string pointer = "/" + field;
+  if (dot != std::string::npos) pointer[dot + 1] = '/';
+  EXPECT_THAT(
+      DecodeRecord(j.dump(), "a.json"),
+      StatusIs(StatusCode::kDataLoss, AllOf(HasSubstr("a.json: " + pointer + ": expected "),
+                                            HasSubstr(", got nothing (the member is missing)"))));
 }
 
 INSTANTIATE_TEST_SUITE_P(RequiredFields, MissingFieldTest,
@@ -256,36 +277,62 @@ TEST_P(BadFieldTest, IsDataLoss) {
 
 INSTANTIATE_TEST_SUITE_P(
     Fields, BadFieldTest,
-    ::testing::Values(BadField{"phase", "done", "phase 'done' is not intent or committed"},
-                      BadField{"phase", 1, "phase is not a string"},
-                      BadField{"state", "Running", "state 'Running' is not a known state"},
-                      BadField{"parentGPUUUID", 5, "parentGPUUUID is not a string"},
-                      BadField{"profileID", -1, "profileID is not a non-negative integer"},
-                      BadField{"profileID", 1.5, "profileID is not a non-negative integer"},
-                      BadField{"profileID", 1ull << 33, "profileID is not a 32-bit integer"},
-                      BadField{"profileID", "19", "profileID is not a non-negative integer"},
-                      BadField{"placement", "0:1", "placement is not an object"},
-                      BadField{"placement.size", -2, "placement.size is not a non-negative"},
-                      BadField{"gpuInstanceID", -1, "gpuInstanceID is not a non-negative"},
-                      BadField{"computeInstanceID", "0", "computeInstanceID is not a non-negative"},
-                      BadField{"migUUID", 3, "migUUID is not a string"},
-                      BadField{"owner", "pod", "owner is not an object"},
-                      BadField{"owner.kind", "node",
-                               "owner.kind 'node' is not none, pod or opaque"},
-                      BadField{"owner.container", 1, "owner.container is not a string"},
-                      BadField{"requestID", Json::array(), "requestID is not a string"},
-                      BadField{"createdAtUnix", -5, "createdAtUnix is out of range"},
-                      BadField{"createdAtUnix", 9'000'000'001ll, "createdAtUnix is out of range"},
-                      BadField{"createdAtUnix", "now", "createdAtUnix is not an integer"},
-                      BadField{"createdAt", 5, "createdAt is not a string"},
-                      BadField{"lastUsedAtUnix", 1.25, "lastUsedAtUnix is not an integer"},
-                      BadField{"generation", -1, "generation is not a non-negative integer"}));
+    ::testing::Values(
+        BadField{"phase", "done",
+                 "a.json: /phase: expected one of intent, committed, got \"done\""},
+        BadField{"phase", 1, "a.json: /phase: expected one of intent, committed, got 1"},
+        BadField{"state", "Running",
+                 "a.json: /state: expected one of Creating, Active, Idle, Reclaiming, Deleting, "
+                 "Error, got \"Running\""},
+        BadField{"parentGPUUUID", 5, "a.json: /parentGPUUUID: expected a string, got 5"},
+        BadField{
+            "profileID", -1,
+            "a.json: /profileID: expected a non-negative integer of at most 4294967295, got -1"},
+        BadField{
+            "profileID", 1.5,
+            "a.json: /profileID: expected a non-negative integer of at most 4294967295, got 1.5"},
+        BadField{"profileID", 1ull << 33,
+                 "a.json: /profileID: expected a non-negative integer of at most 4294967295, got "
+                 "8589934592"},
+        BadField{"profileID", "19",
+                 "a.json: /profileID: expected a non-negative integer of at most 4294967295, got "
+                 "\"19\""},
+        BadField{"placement", "0:1", "a.json: /placement: expected an object, got \"0:1\""},
+        BadField{"placement.size", -2,
+                 "a.json: /placement/size: expected a non-negative integer of at most 4294967295, "
+                 "got -2"},
+        BadField{"gpuInstanceID", -1,
+                 "a.json: /gpuInstanceID: expected a non-negative integer of at most 4294967295, "
+                 "got -1"},
+        BadField{"computeInstanceID", "0",
+                 "a.json: /computeInstanceID: expected a non-negative integer of at most "
+                 "4294967295, got \"0\""},
+        BadField{"migUUID", 3, "a.json: /migUUID: expected a string, got 3"},
+        BadField{"owner", "pod", "a.json: /owner: expected an object, got \"pod\""},
+        BadField{"owner.kind", "node",
+                 "a.json: /owner/kind: expected one of none, pod, opaque, got \"node\""},
+        BadField{"owner.container", 1, "a.json: /owner/container: expected a string, got 1"},
+        BadField{"requestID", Json::array(), "a.json: /requestID: expected a string, got an array"},
+        BadField{"createdAtUnix", -5,
+                 "a.json: /createdAtUnix: expected an integer in [0, 9000000000], got -5"},
+        BadField{"createdAtUnix", 9'000'000'001ll,
+                 "a.json: /createdAtUnix: expected an integer in [0, 9000000000], got 9000000001"},
+        BadField{"createdAtUnix", "now",
+                 "a.json: /createdAtUnix: expected an integer in [0, 9000000000], got \"now\""},
+        BadField{"createdAt", 5, "a.json: /createdAt: expected a string, got 5"},
+        BadField{"lastUsedAtUnix", 1.25,
+                 "a.json: /lastUsedAtUnix: expected an integer in [0, 9000000000], got 1.25"},
+        BadField{"generation", -1,
+                 "a.json: /generation: expected a non-negative integer, got -1"}));
 
 TEST(RecordCodecTest, OpaqueOwnerNeedsAnId) {
   Json j = EncodeToJson(Committed());
   j["owner"] = {{"kind", "opaque"}};
-  EXPECT_THAT(DecodeRecord(j.dump(), "a.json"),
-              StatusIs(StatusCode::kDataLoss, HasSubstr("owner.id is missing")));
+  EXPECT_THAT(
+      DecodeRecord(j.dump(), "a.json"),
+      StatusIs(
+          StatusCode::kDataLoss,
+          HasSubstr("a.json: /owner/id: expected a string, got nothing (the member is missing)")));
 }
 
 TEST(ValidateRecordTest, AcceptsWellFormedRecords) {
@@ -332,7 +379,19 @@ INSTANTIATE_TEST_SUITE_P(
                     "profile name is empty"},
         InvalidCase{"MigUuidTraversal", [](Record& r) { r.mig_uuid = MigUuid("../x"); },
                     "MIG UUID"},
-        InvalidCase{"MigUuidGpuForm", [](Record& r) { r.mig_uuid = MigUuid(kGpu); }, "MIG UUID"},
+        InvalidCase{"MigUuidIsTheParentGpuUuid", [](Record& r) { r.mig_uuid = MigUuid(kGpu); },
+                    "MIG UUID 'GPU-5e1c4ab2-7c1d-4f52-9a55-0c6c5d07f5a1' is the UUID of its "
+                    "parent GPU 'GPU-5e1c4ab2-7c1d-4f52-9a55-0c6c5d07f5a1'"},
+        InvalidCase{
+            "MigUuidOfAnotherGpuForm",
+            [](Record& r) { r.mig_uuid = MigUuid("GPU-aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee"); },
+            "MIG UUID 'GPU-aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee' of an instance of GPU "
+            "'GPU-5e1c4ab2-7c1d-4f52-9a55-0c6c5d07f5a1' does not start with MIG-"},
+        InvalidCase{"MigUuidLegacyForm",
+                    [](Record& r) {
+                      r.mig_uuid = MigUuid("MIG-GPU-5e1c4ab2-7c1d-4f52-9a55-0c6c5d07f5a1/9/0");
+                    },
+                    "is not of the form MIG-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"},
         InvalidCase{"CommittedNoGi", [](Record& r) { r.gi_id.reset(); }, "committed record needs"},
         InvalidCase{"CommittedNoCi", [](Record& r) { r.ci_id.reset(); }, "committed record needs"},
         InvalidCase{"CommittedNoUuid", [](Record& r) { r.mig_uuid.reset(); },

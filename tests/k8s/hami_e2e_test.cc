@@ -28,8 +28,8 @@
 #include "driver/nvml/nvml_sim_testing.h"
 #include "engine/cdi_observer.h"
 #include "engine/manager.h"
+#include "engine/manager_testing.h"
 #include "engine/owner_source.h"
-#include "engine/sim_fixture.h"
 #include "k8s/apiserver/hami_backend.h"
 #include "k8s/apiserver/hami_codec.h"
 #include "k8s/apiserver/kube_client.h"
@@ -97,8 +97,8 @@ class HamiE2eTest : public ::testing::Test {
         "a100-40gb:1",
         std::map<std::string, std::string>{{"MIGD_SIM_PROC_ROOT", dir_.Join("proc")}});
     MIGD_ASSERT_OK_AND_ASSIGN(driver_, NvmlDriver::Open(MIGD_SIM_LIBRARY));
-    MIGD_ASSERT_OK_AND_ASSIGN(store_,
-                              engine::testing::OpenSimStore(dir_.Join("state"), clock_, false));
+    MIGD_ASSERT_OK_AND_ASSIGN(store_, engine::testing::OpenStore(dir_.Join("state"), clock_,
+                                                                 engine::testing::kBootId, false));
     std::filesystem::create_directories(dir_.Join("cdi"));
     const std::string dev = kDevRoot;
     reader_.AddNode(dev + "/nvidia0", {'c', 195, 0, 0666});
@@ -113,7 +113,7 @@ class HamiE2eTest : public ::testing::Test {
     publisher_ = std::make_unique<cdi::Publisher>(co, &reader_);
     observer_ = std::make_unique<engine::CdiObserver>(publisher_.get());
     engine::ManagerOptions mo;
-    mo.boot_id = engine::testing::kSimBoot;
+    mo.boot_id = engine::testing::kBootId;
     MIGD_ASSERT_OK_AND_ASSIGN(
         mgr_, engine::Manager::Create(mo, *driver_, *store_, clock_, owners_, observer_.get()));
     gpu_uuid_ = mgr_->Gpus().at(0).info.uuid.value();

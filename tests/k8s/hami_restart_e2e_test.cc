@@ -15,7 +15,7 @@
 #include "driver/nvml/nvml_driver.h"
 #include "driver/nvml/nvml_sim_testing.h"
 #include "engine/manager.h"
-#include "engine/sim_fixture.h"
+#include "engine/manager_testing.h"
 #include "k8s/apiserver/hami_backend.h"
 #include "k8s/apiserver/hami_codec.h"
 #include "k8s/apiserver/kube_client.h"
@@ -62,11 +62,12 @@ class HamiRestartTest : public ::testing::Test {
     backend_.reset();
     mgr_.reset();
     store_.reset();
-    auto st = engine::testing::OpenSimStore(dir_.Join("state"), clock_, false);
+    auto st =
+        engine::testing::OpenStore(dir_.Join("state"), clock_, engine::testing::kBootId, false);
     if (!st.ok()) return st.status();
     store_ = std::move(*st);
     engine::ManagerOptions mo;
-    mo.boot_id = engine::testing::kSimBoot;
+    mo.boot_id = engine::testing::kBootId;
     auto m = engine::Manager::Create(mo, *driver_, *store_, clock_, *source_);
     if (!m.ok()) return m.status();
     mgr_ = std::move(*m);

@@ -20,18 +20,6 @@ bool IsActivePodRecord(const store::Record& r) {
          r.mig_uuid.has_value() && r.owner.kind == store::Owner::Kind::kPod;
 }
 
-engine::OwnedInstance FromRecord(const store::Record& r) {
-  engine::OwnedInstance o;
-  o.mig_uuid = *r.mig_uuid;
-  o.owner = r.owner;
-  o.request_id = r.request_id;
-  o.gpu_uuid = r.key.gpu_uuid;
-  o.placement = r.key.placement;
-  o.gi_id = r.gi_id;
-  o.ci_id = r.ci_id;
-  return o;
-}
-
 // The containers of `pods` that hold devices of `resource`, keyed by
 // (namespace, pod, container). Errors: a pod listed twice.
 StatusOr<std::set<ContainerKey>> HoldersOf(const std::vector<PodResourcesEntry>& pods,
@@ -125,7 +113,7 @@ StatusOr<std::vector<engine::OwnedInstance>> PodResourcesOwnerSource::ActiveOwne
     }
     if (r.owner.kind == store::Owner::Kind::kOpaque ||
         (r.owner.kind == store::Owner::Kind::kPod && Matches(r.owner, holders))) {
-      out.push_back(FromRecord(r));
+      out.push_back(engine::OwnedFromRecord(r));
     }
   }
   return out;

@@ -236,9 +236,10 @@ typedef struct nvmlComputeInstanceProfileInfo_v3_st {
   unsigned int capabilities;
 } nvmlComputeInstanceProfileInfo_v3_t;
 
-// Function pointer types, one per exported symbol (§3). The symbol name is in
-// the comment; the loader resolves exactly that name.
+// Function pointer types of the exported symbols; which symbol has which type
+// is listed once, in driver/nvml/nvml_functions.h.
 typedef nvmlReturn_t (*nvmlInit_fn)(void);                          // nvmlInit_v2, nvmlInit
+typedef nvmlReturn_t (*nvmlInitWithFlags_fn)(unsigned int);         // nvmlInitWithFlags
 typedef nvmlReturn_t (*nvmlShutdown_fn)(void);                      // nvmlShutdown
 typedef const char* (*nvmlErrorString_fn)(nvmlReturn_t);            // nvmlErrorString
 typedef nvmlReturn_t (*nvmlSystemGetDriverVersion_fn)(char*, unsigned int);
@@ -250,7 +251,9 @@ typedef nvmlReturn_t (*nvmlDeviceGetString_fn)(nvmlDevice_t, char*, unsigned int
 typedef nvmlReturn_t (*nvmlDeviceGetUint_fn)(nvmlDevice_t, unsigned int*);  // Index, Minor, ...
 typedef nvmlReturn_t (*nvmlDeviceGetPciInfo_fn)(nvmlDevice_t, nvmlPciInfo_t*);  // _v3
 typedef nvmlReturn_t (*nvmlDeviceGetMemoryInfo_fn)(nvmlDevice_t, nvmlMemory_t*);
+typedef nvmlReturn_t (*nvmlDeviceGetMemoryInfoV2_fn)(nvmlDevice_t, nvmlMemory_v2_t*);  // _v2
 typedef nvmlReturn_t (*nvmlDeviceGetMigMode_fn)(nvmlDevice_t, unsigned int*, unsigned int*);
+typedef nvmlReturn_t (*nvmlDeviceSetMigMode_fn)(nvmlDevice_t, unsigned int, nvmlReturn_t*);
 typedef nvmlReturn_t (*nvmlDeviceGetMigDeviceHandleByIndex_fn)(nvmlDevice_t, unsigned int,
                                                               nvmlDevice_t*);
 typedef nvmlReturn_t (*nvmlDeviceGetDeviceHandleFromMigDeviceHandle_fn)(nvmlDevice_t,

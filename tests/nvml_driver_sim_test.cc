@@ -34,6 +34,7 @@
 #include "driver/nvml/nvml_sim_testing.h"
 #include "mig/catalog.h"
 #include "mig/layout.h"
+#include "sim/config.h"
 #include "testing/status_matchers.h"
 #include "testing/subprocess.h"
 #include "testing/temp_dir.h"
@@ -403,11 +404,39 @@ TEST_F(NvmlSimTest, StateSurvivesANewSessionAndANewProcess) {
   }
 }
 
+// What the simulator answers where nvml.h is silent, under the variant this
+// suite runs in (tests/sim_variants sets the knobs; the fixture keeps them):
+// the hardware check records exactly that answer.
+struct HeaderOpenAnswers {
+  std::string parent_instance_id;  // Get{Gpu,Compute}InstanceId of a GPU handle
+  std::string legacy_uuid_lookup;  // GetHandleByUUID("MIG-GPU-<uuid>/<gi>/<ci>")
+};
+HeaderOpenAnswers ExpectedHeaderOpenAnswers() {
+  const StatusOr<migd::sim::SimConfig> config =
+      migd::sim::SimConfigFromEnv(mig::Catalog::Default());
+  EXPECT_THAT(config.status(), IsOk());
+  HeaderOpenAnswers a{"ERROR_NOT_SUPPORTED", "SUCCESS"};
+  if (!config.ok()) return a;
+  if (config->parent_instance_id == migd::sim::ParentInstanceIdAnswer::kInvalidArgument) {
+    a.parent_instance_id = "ERROR_INVALID_ARGUMENT";
+  }
+  switch (config->legacy_mig_uuid) {
+    case migd::sim::LegacyMigUuidLookup::kAccepted: break;
+    case migd::sim::LegacyMigUuidLookup::kNotFound: a.legacy_uuid_lookup = "ERROR_NOT_FOUND"; break;
+    case migd::sim::LegacyMigUuidLookup::kInvalidArgument:
+      a.legacy_uuid_lookup = "ERROR_INVALID_ARGUMENT";
+      break;
+  }
+  return a;
+}
+
 // scripts/hardware-check.sh against the simulator: it records the walk, the
-// instance info's .device UUIDs and the UUID lookups, and mutates nothing
-// (the simulator's counters of every mutating call stay as they were).
+// instance info's .device UUIDs and the UUID lookups (the answers of the
+// simulator variant in effect), and mutates nothing (the simulator's
+// counters of every mutating call stay as they were).
 TEST_F(NvmlSimTest, HardwareCheckScriptMutatesNothing) {
   Start("h100-80gb:1,a30-24gb:1:mig-off");
+  const HeaderOpenAnswers expected = ExpectedHeaderOpenAnswers();
   const ComputeInstanceInfo ci = CreatePair(GiProfileId(9), {0, 4}).second;
   const ComputeInstanceInfo ci2 = CreatePair(GiProfileId(19), {6, 1}).second;
   ASSERT_THAT(driver_->CreateGi(kGpu0, GiProfileId(19), {5, 1}).status(), IsOk());  // no CI
@@ -452,7 +481,7 @@ TEST_F(NvmlSimTest, HardwareCheckScriptMutatesNothing) {
   EXPECT_EQ(hw["max_mig_device_count"], 7);
   ASSERT_EQ(hw["walk"].size(), 7u);
   EXPECT_EQ(hw["second_walk_identical"], true);
-  EXPECT_EQ(hw["parent_gpu_instance_id"], "ERROR_NOT_SUPPORTED");
+  EXPECT_EQ(hw["parent_gpu_instance_id"], expected.parent_instance_id);
   int found = 0;
   for (const auto& w : hw["walk"]) found += w["result"] == "SUCCESS" ? 1 : 0;
   EXPECT_EQ(found, 2);
@@ -465,7 +494,7 @@ TEST_F(NvmlSimTest, HardwareCheckScriptMutatesNothing) {
     EXPECT_EQ(c["gi_info_device_is_parent"], true);
     EXPECT_EQ(c["handle_by_uuid"], "SUCCESS");
     EXPECT_EQ(c["handle_by_uuid_matches"], true);
-    EXPECT_EQ(c["handle_by_legacy_uuid"], "SUCCESS");
+    EXPECT_EQ(c["handle_by_legacy_uuid"], expected.legacy_uuid_lookup);
     uuids.insert(c["mig_uuid"].get<std::string>());
   }
   EXPECT_EQ(uuids, (std::set<std::string>{ci.mig_uuid.value(), ci2.mig_uuid.value()}));

@@ -88,14 +88,16 @@ TEST(LatencyBenchTest, OpsTakeTheirPathsWithExactNvmlBudgets) {
   const OpResult& release = Find(*rows, "release");
   EXPECT_EQ(release.nvml_calls_max, 0u);
   const OpResult& create = Find(*rows, "create");
-  EXPECT_EQ(create.nvml_calls, 7.0);
+  // GI 2 + CI 5 + the MIG-device walk of an H100 (7 indices, 2 id reads for
+  // the one CI): NvmlDriver's budget 7 + M + 2N with M = 7, N = 1.
+  EXPECT_EQ(create.nvml_calls, 16.0);
   EXPECT_EQ(create.hw.gi_creates, 5u);
   EXPECT_EQ(create.hw.ci_creates, 5u);
   // The projection adds exactly one GI + one CI create per create.
   EXPECT_GE(create.Modeled(Model("hami-claim")).p50, 1500.0);
   EXPECT_LT(create.Modeled(Model("hami-claim")).p50, 1500.0 + create.wall.max + 1e-9);
   const OpResult& reclaim = Find(*rows, "reclaim+create");
-  EXPECT_EQ(reclaim.nvml_calls, 12.0);  // destroy 5 + create 7
+  EXPECT_EQ(reclaim.nvml_calls, 23.0);  // destroy 5 + create 7 + 7 + 2 x 2 CIs
   EXPECT_EQ(reclaim.hw.gi_destroys, 5u);
   EXPECT_EQ(reclaim.hw.ci_destroys, 5u);
 }
@@ -150,7 +152,13 @@ TEST(LatencyBenchTest, RecoveryOfEightFullGpus) {
   auto r = RunRecovery(Base(), 8, 1);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->instances, 56);
-  EXPECT_GT(r->nvml_calls, 0u);
+  // Per instance 6 (GpuInstanceGetInfo, GetComputeInstances, ComputeInstance-
+  // GetInfo_v2, the walk's GetGpuInstanceId + GetComputeInstanceId, the MIG
+  // UUID); per GPU 22 (ListGpus' 6, GetMigMode twice, GetGpuInstances for each
+  // of H100's 7 GI profiles, the walk's 7 indices); 1 GetCount. The first
+  // recovery of a process also walks the CI profiles of each (GPU, GI
+  // profile) once, then cached: 9 indices + the INVALID_ARGUMENT past them.
+  EXPECT_EQ(r->nvml_calls, 56u * 6 + 8u * 22 + 1 + 8u * 10);
 }
 
 // Runs the footprint section (it restarts the Manager midway; a stale

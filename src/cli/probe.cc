@@ -24,7 +24,8 @@ std::string ModeName(driver::MigMode m) {
 json PlacementJson(const mig::Placement& p) { return json{{"start", p.start}, {"size", p.size}}; }
 
 json StatusJson(const Status& s) {
-  return json{{"code", std::string(StatusCodeName(s.code()))}, {"message", std::string(s.message())}};
+  return json{{"code", std::string(StatusCodeName(s.code()))},
+              {"message", std::string(s.message())}};
 }
 
 std::string ProfileName(const ProbeGpu& gpu, GiProfileId id) {
@@ -96,10 +97,10 @@ StatusOr<ProbeReport> CollectProbe(driver::GpuDriver& driver, driver::NvmlDriver
         }
       }
     } else {
-      const std::string why = g.info.mig.supported
-                                  ? "MIG mode is disabled (pending: " +
-                                        ModeName(g.info.mig.pending) + ")"
-                                  : "the GPU does not support MIG";
+      const std::string why =
+          g.info.mig.supported
+              ? "MIG mode is disabled (pending: " + ModeName(g.info.mig.pending) + ")"
+              : "the GPU does not support MIG";
       g.instances_status = FailedPreconditionError(why);
       if (nvml != nullptr && g.info.mig.supported) {
         StatusOr<std::vector<driver::GiProfileInfo>> profiles =
@@ -161,9 +162,8 @@ json MigDevicesJson(const driver::MigDeviceObservations& o) {
         {"gi_info_device_is_parent", c.gi_info_device_uuid == o.gpu_uuid},
         {"handle_by_uuid", c.handle_by_uuid.empty() ? json(nullptr) : json(c.handle_by_uuid)},
         {"handle_by_uuid_matches", c.handle_by_uuid_matches},
-        {"handle_by_legacy_uuid", c.handle_by_legacy_uuid.empty()
-                                      ? json(nullptr)
-                                      : json(c.handle_by_legacy_uuid)},
+        {"handle_by_legacy_uuid",
+         c.handle_by_legacy_uuid.empty() ? json(nullptr) : json(c.handle_by_legacy_uuid)},
     });
   }
   return json{{"max_mig_device_count", o.max_mig_devices},
@@ -172,6 +172,168 @@ json MigDevicesJson(const driver::MigDeviceObservations& o) {
               {"parent_gpu_instance_id", o.parent_gpu_instance_id},
               {"parent_compute_instance_id", o.parent_compute_instance_id},
               {"compute_instances", cis}};
+}
+
+json ProfilesJson(const ProbeGpu& g) {
+  json profiles = json::array();
+  for (const driver::GiProfileInfo& p : g.profiles) {
+    json placements = json::array();
+    for (const mig::Placement& pl : p.placements) placements.push_back(PlacementJson(pl));
+    profiles.push_back(json{
+        {"name", p.name},
+        {"index", p.index.value()},
+        {"id", p.id.value()},
+        {"slices", p.slice_count},
+        {"instances", p.instance_count},
+        {"memory_mib", p.memory_mib},
+        {"sms", p.multiprocessor_count},
+        {"engines", json{{"copy", p.copy_engines},
+                         {"decoders", p.decoders},
+                         {"encoders", p.encoders},
+                         {"jpeg", p.jpeg},
+                         {"ofa", p.ofa}}},
+        {"p2p", p.p2p_supported},
+        {"gfx", p.gfx_capable},
+        {"info_version", p.info_version},
+        {"placements", placements},
+        {"placements_text", FormatPlacements(p.placements)},
+    });
+  }
+  return profiles;
+}
+
+json InstancesJson(const ProbeGpu& g) {
+  json instances = json::array();
+  for (const driver::GpuInstanceInfo& gi : g.instances) {
+    json cis = json::array();
+    for (const driver::ComputeInstanceInfo& ci : gi.compute_instances) {
+      cis.push_back(json{{"ci_id", ci.id.value()},
+                         {"profile_id", ci.profile_id.value()},
+                         {"placement", PlacementJson(ci.placement)},
+                         {"mig_uuid", ci.mig_uuid.value()}});
+    }
+    instances.push_back(json{{"gi_id", gi.id.value()},
+                             {"profile_id", gi.profile_id.value()},
+                             {"profile_name", ProfileName(g, gi.profile_id)},
+                             {"placement", PlacementJson(gi.placement)},
+                             {"compute_instances", cis}});
+  }
+  return instances;
+}
+
+// The symbols that are not bound to their preferred variant.
+void SymbolsTable(std::ostream& os, const ProbeReport& report) {
+  if (!report.bindings.empty()) {
+    // Only what deviates from the preferred symbol; `-o json` lists them all.
+    Table t({"FUNCTION", "BOUND", "NOTE"});
+    size_t preferred = 0;
+    for (const driver::NvmlBinding& b : report.bindings) {
+      if (b.bound == b.function) {
+        ++preferred;
+        continue;
+      }
+      t.Add({b.function, b.bound.empty() ? "-" : b.bound,
+             b.bound.empty() ? (b.required ? "MISSING (required)" : "absent (optional)")
+                             : "fallback"});
+    }
+    os << "NVML symbols:   " << preferred << " of " << report.bindings.size()
+       << " functions bound to their preferred symbol";
+    if (preferred == report.bindings.size()) {
+      os << "\n";
+    } else {
+      os << "; the others:\n";
+      t.Print(os, "  ");
+    }
+  }
+}
+
+void ProfilesTable(std::ostream& os, const ProbeGpu& g) {
+  if (!g.profiles_status.ok()) {
+    os << "  GI profiles: unavailable: " << g.profiles_status.ToString() << "\n";
+  } else {
+    os << "  GI profiles"
+       << (g.profiles_without_mig ? " (MIG mode is off; as NVML reports them without MIG)" : "")
+       << ":\n";
+    Table t({"NAME", "INDEX", "ID", "SLICES", "INST", "MEM_MIB", "SMS", "CE/DEC/ENC/JPG/OFA", "VER",
+             "PLACEMENTS"});
+    for (const driver::GiProfileInfo& p : g.profiles) {
+      char idx[8];
+      std::snprintf(idx, sizeof(idx), "0x%X", p.index.value());
+      t.Add({p.name.empty() ? "-" : p.name, idx, std::to_string(p.id.value()),
+             std::to_string(p.slice_count), std::to_string(p.instance_count),
+             std::to_string(p.memory_mib), std::to_string(p.multiprocessor_count),
+             std::to_string(p.copy_engines) + "/" + std::to_string(p.decoders) + "/" +
+                 std::to_string(p.encoders) + "/" + std::to_string(p.jpeg) + "/" +
+                 std::to_string(p.ofa),
+             "v" + std::to_string(p.info_version), FormatPlacements(p.placements)});
+    }
+    t.Print(os, "    ");
+  }
+}
+
+void InstancesTable(std::ostream& os, const ProbeGpu& g) {
+  if (!g.instances_status.ok()) {
+    os << "  Instances: unavailable: " << g.instances_status.ToString() << "\n";
+  } else if (g.instances.empty()) {
+    os << "  Instances: none\n";
+  } else {
+    os << "  Instances:\n";
+    Table t({"GI", "PROFILE", "PLACEMENT", "CI", "CI_PROFILE", "CI_PLACEMENT", "MIG_UUID"});
+    for (const driver::GpuInstanceInfo& gi : g.instances) {
+      std::string profile = std::to_string(gi.profile_id.value());
+      const std::string name = ProfileName(g, gi.profile_id);
+      if (!name.empty()) profile += " (" + name + ")";
+      const std::string placement =
+          std::to_string(gi.placement.start) + ":" + std::to_string(gi.placement.size);
+      if (gi.compute_instances.empty()) {
+        t.Add({std::to_string(gi.id.value()), profile, placement, "-", "-", "-",
+               "(no compute instance)"});
+      }
+      for (const driver::ComputeInstanceInfo& ci : gi.compute_instances) {
+        t.Add({std::to_string(gi.id.value()), profile, placement, std::to_string(ci.id.value()),
+               std::to_string(ci.profile_id.value()),
+               ci.placement.size == 0
+                   ? "?"
+                   : std::to_string(ci.placement.start) + ":" + std::to_string(ci.placement.size),
+               ci.mig_uuid.value()});
+      }
+    }
+    t.Print(os, "    ");
+  }
+}
+
+void HardwareCheckTable(std::ostream& os, const ProbeGpu& g) {
+  if (g.mig_devices) {
+    const driver::MigDeviceObservations& o = *g.mig_devices;
+    os << "  Hardware check: " << o.max_mig_devices << " MIG device indices, "
+       << (o.second_walk_identical ? "a second walk saw the same"
+                                   : "a second walk saw something else")
+       << "; GetGpuInstanceId on the GPU: " << o.parent_gpu_instance_id << "\n";
+    Table t({"INDEX", "RESULT", "GI", "CI", "MIG_UUID"});
+    for (const driver::MigIndexObservation& w : o.walk) {
+      t.Add({std::to_string(w.index), w.result, w.gi_id ? std::to_string(*w.gi_id) : "-",
+             w.ci_id ? std::to_string(*w.ci_id) : "-", w.mig_uuid.empty() ? "-" : w.mig_uuid});
+    }
+    t.Print(os, "    ");
+  } else if (!g.mig_devices_status.ok()) {
+    os << "  Hardware check: unavailable: " << g.mig_devices_status.ToString() << "\n";
+  }
+}
+
+void CatalogLines(std::ostream& os, const ProbeGpu& g) {
+  if (g.catalog) {
+    os << "  Catalogue: ";
+    if (g.catalog->model_key.empty()) {
+      os << "no matching model\n";
+    } else {
+      os << g.catalog->model_key << " (matched by " << g.catalog->matched_by << "): "
+         << (g.catalog->identical()
+                 ? std::string("identical")
+                 : std::to_string(g.catalog->differences.size()) + " difference(s)")
+         << "\n";
+    }
+    for (const std::string& d : g.catalog->differences) os << "    - " << d << "\n";
+  }
 }
 
 }  // namespace
@@ -203,62 +365,22 @@ json ProbeToJson(const ProbeReport& report) {
     j["mig"] = json{{"supported", g.info.mig.supported},
                     {"current", ModeName(g.info.mig.current)},
                     {"pending", ModeName(g.info.mig.pending)}};
-    json profiles = json::array();
-    for (const driver::GiProfileInfo& p : g.profiles) {
-      json placements = json::array();
-      for (const mig::Placement& pl : p.placements) placements.push_back(PlacementJson(pl));
-      profiles.push_back(json{
-          {"name", p.name},
-          {"index", p.index.value()},
-          {"id", p.id.value()},
-          {"slices", p.slice_count},
-          {"instances", p.instance_count},
-          {"memory_mib", p.memory_mib},
-          {"sms", p.multiprocessor_count},
-          {"engines", json{{"copy", p.copy_engines},
-                           {"decoders", p.decoders},
-                           {"encoders", p.encoders},
-                           {"jpeg", p.jpeg},
-                           {"ofa", p.ofa}}},
-          {"p2p", p.p2p_supported},
-          {"gfx", p.gfx_capable},
-          {"info_version", p.info_version},
-          {"placements", placements},
-          {"placements_text", FormatPlacements(p.placements)},
-      });
-    }
-    j["profiles"] = profiles;
+    j["profiles"] = ProfilesJson(g);
     j["profiles_without_mig"] = g.profiles_without_mig;
     j["profiles_error"] = g.profiles_status.ok() ? json(nullptr) : StatusJson(g.profiles_status);
-    json instances = json::array();
-    for (const driver::GpuInstanceInfo& gi : g.instances) {
-      json cis = json::array();
-      for (const driver::ComputeInstanceInfo& ci : gi.compute_instances) {
-        cis.push_back(json{{"ci_id", ci.id.value()},
-                           {"profile_id", ci.profile_id.value()},
-                           {"placement", PlacementJson(ci.placement)},
-                           {"mig_uuid", ci.mig_uuid.value()}});
-      }
-      instances.push_back(json{{"gi_id", gi.id.value()},
-                               {"profile_id", gi.profile_id.value()},
-                               {"profile_name", ProfileName(g, gi.profile_id)},
-                               {"placement", PlacementJson(gi.placement)},
-                               {"compute_instances", cis}});
-    }
-    j["instances"] = instances;
-    j["instances_error"] =
-        g.instances_status.ok() ? json(nullptr) : StatusJson(g.instances_status);
+    j["instances"] = InstancesJson(g);
+    j["instances_error"] = g.instances_status.ok() ? json(nullptr) : StatusJson(g.instances_status);
     if (g.mig_devices) {
       j["hardware_check"] = MigDevicesJson(*g.mig_devices);
     } else if (!g.mig_devices_status.ok()) {
       j["hardware_check"] = json{{"error", StatusJson(g.mig_devices_status)}};
     }
     if (g.catalog) {
-      j["catalog"] = json{{"model", g.catalog->model_key.empty() ? json(nullptr)
-                                                                 : json(g.catalog->model_key)},
-                          {"matched_by", g.catalog->matched_by},
-                          {"identical", g.catalog->identical()},
-                          {"differences", g.catalog->differences}};
+      j["catalog"] =
+          json{{"model", g.catalog->model_key.empty() ? json(nullptr) : json(g.catalog->model_key)},
+               {"matched_by", g.catalog->matched_by},
+               {"identical", g.catalog->identical()},
+               {"differences", g.catalog->differences}};
     }
     gpus.push_back(std::move(j));
   }
@@ -272,28 +394,7 @@ std::string ProbeToTable(const ProbeReport& report) {
   os << "Driver version: " << (report.versions.driver.empty() ? "-" : report.versions.driver)
      << "\n";
   os << "NVML version:   " << (report.versions.nvml.empty() ? "-" : report.versions.nvml) << "\n";
-  if (!report.bindings.empty()) {
-    // Only what deviates from the preferred symbol; `-o json` lists them all.
-    Table t({"FUNCTION", "BOUND", "NOTE"});
-    size_t preferred = 0;
-    for (const driver::NvmlBinding& b : report.bindings) {
-      if (b.bound == b.function) {
-        ++preferred;
-        continue;
-      }
-      t.Add({b.function, b.bound.empty() ? "-" : b.bound,
-             b.bound.empty() ? (b.required ? "MISSING (required)" : "absent (optional)")
-                             : "fallback"});
-    }
-    os << "NVML symbols:   " << preferred << " of " << report.bindings.size()
-       << " functions bound to their preferred symbol";
-    if (preferred == report.bindings.size()) {
-      os << "\n";
-    } else {
-      os << "; the others:\n";
-      t.Print(os, "  ");
-    }
-  }
+  SymbolsTable(os, report);
   if (report.gpus.empty()) os << "\nNo GPUs.\n";
   for (const ProbeGpu& g : report.gpus) {
     os << "\nGPU " << g.info.index.value() << "  " << g.info.uuid.value() << "  " << g.info.name
@@ -306,84 +407,10 @@ std::string ProbeToTable(const ProbeReport& report) {
     } else {
       os << "  MIG: not supported\n";
     }
-    if (!g.profiles_status.ok()) {
-      os << "  GI profiles: unavailable: " << g.profiles_status.ToString() << "\n";
-    } else {
-      os << "  GI profiles"
-         << (g.profiles_without_mig ? " (MIG mode is off; as NVML reports them without MIG)"
-                                    : "")
-         << ":\n";
-      Table t({"NAME", "INDEX", "ID", "SLICES", "INST", "MEM_MIB", "SMS", "CE/DEC/ENC/JPG/OFA",
-               "VER", "PLACEMENTS"});
-      for (const driver::GiProfileInfo& p : g.profiles) {
-        char idx[8];
-        std::snprintf(idx, sizeof(idx), "0x%X", p.index.value());
-        t.Add({p.name.empty() ? "-" : p.name, idx, std::to_string(p.id.value()),
-               std::to_string(p.slice_count), std::to_string(p.instance_count),
-               std::to_string(p.memory_mib), std::to_string(p.multiprocessor_count),
-               std::to_string(p.copy_engines) + "/" + std::to_string(p.decoders) + "/" +
-                   std::to_string(p.encoders) + "/" + std::to_string(p.jpeg) + "/" +
-                   std::to_string(p.ofa),
-               "v" + std::to_string(p.info_version), FormatPlacements(p.placements)});
-      }
-      t.Print(os, "    ");
-    }
-    if (!g.instances_status.ok()) {
-      os << "  Instances: unavailable: " << g.instances_status.ToString() << "\n";
-    } else if (g.instances.empty()) {
-      os << "  Instances: none\n";
-    } else {
-      os << "  Instances:\n";
-      Table t({"GI", "PROFILE", "PLACEMENT", "CI", "CI_PROFILE", "CI_PLACEMENT", "MIG_UUID"});
-      for (const driver::GpuInstanceInfo& gi : g.instances) {
-        std::string profile = std::to_string(gi.profile_id.value());
-        const std::string name = ProfileName(g, gi.profile_id);
-        if (!name.empty()) profile += " (" + name + ")";
-        const std::string placement =
-            std::to_string(gi.placement.start) + ":" + std::to_string(gi.placement.size);
-        if (gi.compute_instances.empty()) {
-          t.Add({std::to_string(gi.id.value()), profile, placement, "-", "-", "-",
-                 "(no compute instance)"});
-        }
-        for (const driver::ComputeInstanceInfo& ci : gi.compute_instances) {
-          t.Add({std::to_string(gi.id.value()), profile, placement, std::to_string(ci.id.value()),
-                 std::to_string(ci.profile_id.value()),
-                 ci.placement.size == 0 ? "?"
-                                        : std::to_string(ci.placement.start) + ":" +
-                                              std::to_string(ci.placement.size),
-                 ci.mig_uuid.value()});
-        }
-      }
-      t.Print(os, "    ");
-    }
-    if (g.mig_devices) {
-      const driver::MigDeviceObservations& o = *g.mig_devices;
-      os << "  Hardware check: " << o.max_mig_devices << " MIG device indices, "
-         << (o.second_walk_identical ? "a second walk saw the same"
-                                     : "a second walk saw something else")
-         << "; GetGpuInstanceId on the GPU: " << o.parent_gpu_instance_id << "\n";
-      Table t({"INDEX", "RESULT", "GI", "CI", "MIG_UUID"});
-      for (const driver::MigIndexObservation& w : o.walk) {
-        t.Add({std::to_string(w.index), w.result, w.gi_id ? std::to_string(*w.gi_id) : "-",
-               w.ci_id ? std::to_string(*w.ci_id) : "-", w.mig_uuid.empty() ? "-" : w.mig_uuid});
-      }
-      t.Print(os, "    ");
-    } else if (!g.mig_devices_status.ok()) {
-      os << "  Hardware check: unavailable: " << g.mig_devices_status.ToString() << "\n";
-    }
-    if (g.catalog) {
-      os << "  Catalogue: ";
-      if (g.catalog->model_key.empty()) {
-        os << "no matching model\n";
-      } else {
-        os << g.catalog->model_key << " (matched by " << g.catalog->matched_by << "): "
-           << (g.catalog->identical()
-                   ? std::string("identical")
-                   : std::to_string(g.catalog->differences.size()) + " difference(s)")
-           << "\n";
-      }
-      for (const std::string& d : g.catalog->differences) os << "    - " << d << "\n";
-    }
+    ProfilesTable(os, g);
+    InstancesTable(os, g);
+    HardwareCheckTable(os, g);
+    CatalogLines(os, g);
   }
   return os.str();
 }
@@ -393,7 +420,8 @@ int RunProbe(const ProbeOptions& options, std::ostream& out, std::ostream& err) 
     err << "migctl probe: unknown output format '" << options.output << "' (want table or json)\n";
     return kExitUsage;
   }
-  StatusOr<std::unique_ptr<driver::NvmlDriver>> nvml = driver::NvmlDriver::Open(options.nvml_library);
+  StatusOr<std::unique_ptr<driver::NvmlDriver>> nvml =
+      driver::NvmlDriver::Open(options.nvml_library);
   if (!nvml.ok()) {
     err << "migctl probe: NVML unavailable: " << nvml.status().message() << "\n";
     return kExitNvmlUnavailable;

@@ -25,38 +25,38 @@ std::string_view FaultInjectingDriver::MethodName(Method m) {
 }
 
 void FaultInjectingDriver::FailNthCall(Method m, int n, Status status, Timing timing) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   PerMethod& pm = methods_[static_cast<int>(m)];
   pm.rules.push_back(Rule{pm.calls + (n < 1 ? 1 : n), Fault{std::move(status), timing}});
 }
 
 void FaultInjectingDriver::FailAlways(Method m, Status status, Timing timing) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   methods_[static_cast<int>(m)].rules.push_back(Rule{0, Fault{std::move(status), timing}});
 }
 
 void FaultInjectingDriver::Clear(Method m) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   methods_[static_cast<int>(m)].rules.clear();
 }
 
 void FaultInjectingDriver::ClearAll() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   for (PerMethod& pm : methods_) pm.rules.clear();
 }
 
 int FaultInjectingDriver::CallCount(Method m) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return static_cast<int>(methods_[static_cast<int>(m)].calls);
 }
 
 int FaultInjectingDriver::InjectedCount(Method m) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return static_cast<int>(methods_[static_cast<int>(m)].injected);
 }
 
 std::optional<FaultInjectingDriver::Fault> FaultInjectingDriver::OnCall(Method m) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   PerMethod& pm = methods_[static_cast<int>(m)];
   const int64_t call = ++pm.calls;
   // One-shot rules first (they are the more specific), then "always".

@@ -25,11 +25,11 @@
 
 #include <array>
 #include <cstdint>
-#include <mutex>
 #include <optional>
 #include <string_view>
 #include <vector>
 
+#include "base/mutex.h"
 #include "driver/gpu_driver_wrapper.h"
 
 namespace migd::driver {
@@ -121,8 +121,8 @@ class FaultInjectingDriver : public GpuDriverWrapper {
     return R(fault->status);
   }
 
-  mutable std::mutex mu_;
-  std::array<PerMethod, kMethodCount> methods_;  // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  std::array<PerMethod, kMethodCount> methods_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace migd::driver

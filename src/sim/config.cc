@@ -1,6 +1,11 @@
 #include "sim/config.h"
 
-#include <charconv>
+#include <absl/strings/ascii.h>
+#include <absl/strings/match.h>
+#include <absl/strings/numbers.h>
+#include <absl/strings/str_split.h>
+#include <absl/strings/strip.h>
+
 #include <cstdlib>
 #include <optional>
 #include <random>
@@ -12,35 +17,28 @@
 namespace migd::sim {
 namespace {
 
+// Debian's abseil has its own string_view type: adapters at the boundary.
+std::string_view Sv(absl::string_view s) { return std::string_view(s.data(), s.size()); }
+absl::string_view Av(std::string_view s) { return absl::string_view(s.data(), s.size()); }
+
 std::vector<std::string_view> Split(std::string_view text, char sep) {
   std::vector<std::string_view> out;
-  size_t start = 0;
-  while (true) {
-    size_t pos = text.find(sep, start);
-    out.push_back(text.substr(start, pos == std::string_view::npos ? pos : pos - start));
-    if (pos == std::string_view::npos) break;
-    start = pos + 1;
-  }
+  for (absl::string_view piece : absl::StrSplit(Av(text), sep)) out.push_back(Sv(piece));
   return out;
 }
 
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
+std::string_view Trim(std::string_view s) { return Sv(absl::StripAsciiWhitespace(Av(s))); }
 
-// Unsigned decimal, or hex with a 0x prefix.
+// Unsigned decimal, or hex with a 0x prefix (digits only: no sign, no spaces).
 std::optional<uint64_t> ParseU64(std::string_view s) {
-  int base = 10;
-  if (s.starts_with("0x") || s.starts_with("0X")) {
-    s.remove_prefix(2);
-    base = 16;
+  absl::string_view digits = Av(s);
+  const bool hex = absl::ConsumePrefix(&digits, "0x") || absl::ConsumePrefix(&digits, "0X");
+  if (digits.empty() || !absl::ascii_isxdigit(digits.front()) ||
+      !absl::ascii_isxdigit(digits.back())) {
+    return std::nullopt;
   }
-  if (s.empty()) return std::nullopt;
   uint64_t v = 0;
-  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v, base);
-  if (ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
+  if (hex ? !absl::SimpleHexAtoi(digits, &v) : !absl::SimpleAtoi(digits, &v)) return std::nullopt;
   return v;
 }
 
@@ -241,6 +239,26 @@ Status ParseHeaderOpenKnobs(const std::function<const char*(const char*)>& get, 
   return OkStatus();
 }
 
+// MIGD_SIM_GPUS, with its model keys checked against `catalog`.
+StatusOr<std::vector<GpuSpec>> ParseGpusKnob(const char* v, const mig::Catalog& catalog) {
+  StatusOr<std::vector<GpuSpec>> specs = ParseGpuSpecs(v);
+  if (!specs.ok()) return Prefixed(kEnvGpus, specs.status());
+  uint32_t total = 0;
+  for (const GpuSpec& s : *specs) {
+    total += s.count;
+    if (catalog.FindModel(s.model_key) != nullptr) continue;
+    std::string known;
+    for (const mig::GpuModel& m : catalog.models()) known += (known.empty() ? "" : ", ") + m.key;
+    return InvalidArgumentError(std::string(kEnvGpus) + ": unknown GPU model '" + s.model_key +
+                                "' (known: " + known + ")");
+  }
+  if (total > kMaxGpus) {
+    return InvalidArgumentError(std::string(kEnvGpus) + ": more than " + std::to_string(kMaxGpus) +
+                                " GPUs");
+  }
+  return specs;
+}
+
 }  // namespace
 
 StatusOr<SimConfig> SimConfigFromEnv(const mig::Catalog& catalog, const EnvLookup& getenv) {
@@ -251,24 +269,7 @@ StatusOr<SimConfig> SimConfigFromEnv(const mig::Catalog& catalog, const EnvLooku
   if (const char* v = get(kEnvState)) c.state_path = v;
 
   if (const char* v = get(kEnvGpus)) {
-    StatusOr<std::vector<GpuSpec>> specs = ParseGpuSpecs(v);
-    if (!specs.ok()) return Prefixed(kEnvGpus, specs.status());
-    for (const GpuSpec& s : *specs) {
-      if (catalog.FindModel(s.model_key) == nullptr) {
-        std::string known;
-        for (const mig::GpuModel& m : catalog.models())
-          known += (known.empty() ? "" : ", ") + m.key;
-        return InvalidArgumentError(std::string(kEnvGpus) + ": unknown GPU model '" + s.model_key +
-                                    "' (known: " + known + ")");
-      }
-    }
-    uint32_t total = 0;
-    for (const GpuSpec& s : *specs) total += s.count;
-    if (total > kMaxGpus) {
-      return InvalidArgumentError(std::string(kEnvGpus) + ": more than " +
-                                  std::to_string(kMaxGpus) + " GPUs");
-    }
-    c.gpus = std::move(specs).value();
+    MIGD_ASSIGN_OR_RETURN(c.gpus, ParseGpusKnob(v, catalog));
   }
   if (const char* v = get(kEnvGiIds)) {
     StatusOr<GiIdPolicy> p = ParseGiIdPolicy(v);

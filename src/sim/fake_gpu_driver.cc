@@ -75,13 +75,13 @@ StatusOr<const SimGpu*> FakeGpuDriver::AccessibleGpu(Machine& m, GpuIndex gpu,
 }
 
 StatusOr<driver::DriverVersions> FakeGpuDriver::GetVersions() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   Finish("GetVersions", SimStatus(), "").IgnoreError();
   return driver::DriverVersions{state_.driver_version, state_.nvml_version};
 }
 
 StatusOr<std::vector<driver::GpuInfo>> FakeGpuDriver::ListGpus() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   Machine m(state_, *catalog_);
   std::vector<driver::GpuInfo> out;
   for (const SimGpu& gpu : state_.gpus) {
@@ -105,7 +105,7 @@ StatusOr<std::vector<driver::GpuInfo>> FakeGpuDriver::ListGpus() {
 }
 
 StatusOr<driver::MigModeInfo> FakeGpuDriver::GetMigMode(GpuIndex gpu) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   Machine m(state_, *catalog_);
   MIGD_ASSIGN_OR_RETURN(const SimGpu* g, AccessibleGpu(m, gpu, "GetMigMode"));
   driver::MigModeInfo info;
@@ -117,7 +117,7 @@ StatusOr<driver::MigModeInfo> FakeGpuDriver::GetMigMode(GpuIndex gpu) {
 }
 
 StatusOr<std::vector<driver::GiProfileInfo>> FakeGpuDriver::GetGiProfiles(GpuIndex gpu) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   Machine m(state_, *catalog_);
   MIGD_ASSIGN_OR_RETURN(const SimGpu* g, AccessibleGpu(m, gpu, "GetGiProfiles"));
   if (!g->mig_current) {
@@ -155,7 +155,7 @@ StatusOr<std::vector<driver::GiProfileInfo>> FakeGpuDriver::GetGiProfiles(GpuInd
 
 StatusOr<std::vector<mig::Placement>> FakeGpuDriver::GetGiPossiblePlacements(GpuIndex gpu,
                                                                              GiProfileId profile) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   Machine m(state_, *catalog_);
   MIGD_ASSIGN_OR_RETURN(const SimGpu* g, AccessibleGpu(m, gpu, "GetGiPossiblePlacements"));
   const mig::GiProfile* p = m.ModelOf(*g).FindProfileById(profile);
@@ -171,7 +171,7 @@ StatusOr<std::vector<mig::Placement>> FakeGpuDriver::GetGiPossiblePlacements(Gpu
 
 StatusOr<driver::GpuInstanceInfo> FakeGpuDriver::CreateGi(GpuIndex gpu, GiProfileId profile,
                                                           const mig::Placement& placement) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   Machine m(state_, *catalog_);
   MIGD_ASSIGN_OR_RETURN(const SimGpu* g, AccessibleGpu(m, gpu, "CreateGi"));
   (void)g;
@@ -183,7 +183,7 @@ StatusOr<driver::GpuInstanceInfo> FakeGpuDriver::CreateGi(GpuIndex gpu, GiProfil
 }
 
 StatusOr<driver::ComputeInstanceInfo> FakeGpuDriver::CreateCi(GpuIndex gpu, NvmlGiId gi) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   Machine m(state_, *catalog_);
   MIGD_ASSIGN_OR_RETURN(const SimGpu* g, AccessibleGpu(m, gpu, "CreateCi"));
   const std::string what =
@@ -203,7 +203,7 @@ StatusOr<driver::ComputeInstanceInfo> FakeGpuDriver::CreateCi(GpuIndex gpu, Nvml
 }
 
 Status FakeGpuDriver::DestroyCi(GpuIndex gpu, NvmlGiId gi, NvmlCiId ci) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   Machine m(state_, *catalog_);
   MIGD_ASSIGN_OR_RETURN(const SimGpu* g, AccessibleGpu(m, gpu, "DestroyCi"));
   (void)g;
@@ -213,7 +213,7 @@ Status FakeGpuDriver::DestroyCi(GpuIndex gpu, NvmlGiId gi, NvmlCiId ci) {
 }
 
 Status FakeGpuDriver::DestroyGi(GpuIndex gpu, NvmlGiId gi) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   Machine m(state_, *catalog_);
   MIGD_ASSIGN_OR_RETURN(const SimGpu* g, AccessibleGpu(m, gpu, "DestroyGi"));
   (void)g;
@@ -222,7 +222,7 @@ Status FakeGpuDriver::DestroyGi(GpuIndex gpu, NvmlGiId gi) {
 }
 
 StatusOr<std::vector<driver::GpuInstanceInfo>> FakeGpuDriver::ListGpuInstances(GpuIndex gpu) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   Machine m(state_, *catalog_);
   MIGD_ASSIGN_OR_RETURN(const SimGpu* g, AccessibleGpu(m, gpu, "ListGpuInstances"));
   if (!g->mig_current) {
@@ -237,7 +237,7 @@ StatusOr<std::vector<driver::GpuInstanceInfo>> FakeGpuDriver::ListGpuInstances(G
 
 StatusOr<std::vector<driver::ProcessInfo>> FakeGpuDriver::ListProcesses(GpuIndex gpu, NvmlGiId gi,
                                                                         NvmlCiId ci) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   Machine m(state_, *catalog_);
   MIGD_ASSIGN_OR_RETURN(const SimGpu* g, AccessibleGpu(m, gpu, "ListProcesses"));
   (void)g;
@@ -255,25 +255,25 @@ StatusOr<std::vector<driver::ProcessInfo>> FakeGpuDriver::ListProcesses(GpuIndex
 
 Status FakeGpuDriver::AttachProcess(const MigUuid& mig_uuid, uint32_t pid,
                                     uint64_t used_gpu_memory_bytes) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   Machine m(state_, *catalog_);
   return m.AttachProcess(mig_uuid.value(), pid, used_gpu_memory_bytes).ToStatus();
 }
 
 Status FakeGpuDriver::DetachProcess(const MigUuid& mig_uuid, uint32_t pid) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   Machine m(state_, *catalog_);
   return m.DetachProcess(mig_uuid.value(), pid).ToStatus();
 }
 
 void FakeGpuDriver::Reboot() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   Machine m(state_, *catalog_);
   m.Reboot();
 }
 
 Status FakeGpuDriver::SetMigMode(GpuIndex gpu, driver::MigMode mode) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   Machine m(state_, *catalog_);
   SimOr<nvmlReturn_t> activation = m.SetMigMode(gpu, mode == driver::MigMode::kEnabled);
   if (!activation.ok()) return activation.status().ToStatus();
@@ -282,13 +282,13 @@ Status FakeGpuDriver::SetMigMode(GpuIndex gpu, driver::MigMode mode) {
 }
 
 void FakeGpuDriver::WithMachine(const std::function<void(Machine&)>& fn) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   Machine m(state_, *catalog_);
   fn(m);
 }
 
 SimState FakeGpuDriver::Snapshot() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return state_;
 }
 

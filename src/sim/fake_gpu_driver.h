@@ -28,11 +28,11 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string_view>
 #include <vector>
 
 #include "base/ids.h"
+#include "base/mutex.h"
 #include "base/status.h"
 #include "driver/gpu_driver.h"
 #include "mig/catalog.h"
@@ -99,15 +99,17 @@ class FakeGpuDriver final : public driver::GpuDriver {
  private:
   FakeGpuDriver(SimState state, const mig::Catalog& catalog);
 
-  // REQUIRES: mu_ held. Counts `method` with `result` and converts it.
-  Status Finish(std::string_view method, const SimStatus& result, std::string_view what);
-  // REQUIRES: mu_ held. kInvalidArgument for an unknown GPU, kPermissionDenied
-  // for a GPU marked no-permission.
-  StatusOr<const SimGpu*> AccessibleGpu(Machine& m, GpuIndex gpu, std::string_view method);
+  // Counts `method` with `result` and converts it.
+  Status Finish(std::string_view method, const SimStatus& result, std::string_view what)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // kInvalidArgument for an unknown GPU, kPermissionDenied for a GPU marked
+  // no-permission.
+  StatusOr<const SimGpu*> AccessibleGpu(Machine& m, GpuIndex gpu, std::string_view method)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const mig::Catalog* catalog_;
-  mutable std::mutex mu_;
-  SimState state_;  // guarded by mu_
+  mutable Mutex mu_;
+  SimState state_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace migd::sim

@@ -1,19 +1,14 @@
 #include "sim/machine.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cstdio>
+
+#include <absl/strings/match.h>
 
 #include "sim/uuid.h"
 
 namespace migd::sim {
 namespace {
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 std::string GpuName(GpuIndex gpu) { return "GPU " + std::to_string(gpu.value()); }
 
@@ -133,11 +128,13 @@ const SimCi* Machine::FindCi(GpuIndex gpu, NvmlGiId gi, NvmlCiId ci) const {
 }
 
 std::optional<CiLocation> Machine::FindCiByUuid(std::string_view mig_uuid) const {
-  const std::string want = Lower(mig_uuid);
+  const absl::string_view want(mig_uuid.data(), mig_uuid.size());
   for (const SimGpu& gpu : state_->gpus) {
     for (const SimGi& gi : gpu.gpu_instances) {
       for (const SimCi& ci : gi.compute_instances) {
-        if (Lower(ci.uuid.value()) == want) return CiLocation{gpu.index, gi.id, ci.id};
+        if (absl::EqualsIgnoreCase(ci.uuid.value(), want)) {
+          return CiLocation{gpu.index, gi.id, ci.id};
+        }
       }
     }
   }

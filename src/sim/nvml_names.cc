@@ -3,6 +3,8 @@
 #include <array>
 #include <charconv>
 
+#include "driver/nvml/nvml_functions.h"
+
 namespace migd::sim {
 namespace {
 
@@ -62,81 +64,19 @@ const ResultEntry* FindResult(nvmlReturn_t code) {
   return nullptr;
 }
 
+// Every function of driver/nvml/nvml_functions.h, in its order.
 constexpr std::string_view kFunctions[] = {
-    // §3.1
-    "nvmlInit_v2",
-    "nvmlInit",
-    "nvmlInitWithFlags",
-    "nvmlShutdown",
-    "nvmlSystemGetDriverVersion",
-    "nvmlSystemGetNVMLVersion",
-    // §3.2
-    "nvmlDeviceGetCount_v2",
-    "nvmlDeviceGetCount",
-    "nvmlDeviceGetHandleByIndex_v2",
-    "nvmlDeviceGetHandleByIndex",
-    "nvmlDeviceGetHandleByUUID",
-    "nvmlDeviceGetHandleByPciBusId_v2",
-    "nvmlDeviceGetUUID",
-    "nvmlDeviceGetName",
-    "nvmlDeviceGetIndex",
-    "nvmlDeviceGetMinorNumber",
-    "nvmlDeviceGetPciInfo_v3",
-    "nvmlDeviceGetPciInfo_v2",
-    "nvmlDeviceGetPciInfo",
-    "nvmlDeviceGetMemoryInfo",
-    "nvmlDeviceGetMemoryInfo_v2",
-    // §3.3
-    "nvmlDeviceGetMigMode",
-    "nvmlDeviceSetMigMode",
-    "nvmlDeviceGetMaxMigDeviceCount",
-    "nvmlDeviceGetMigDeviceHandleByIndex",
-    "nvmlDeviceIsMigDeviceHandle",
-    "nvmlDeviceGetDeviceHandleFromMigDeviceHandle",
-    "nvmlDeviceGetGpuInstanceId",
-    "nvmlDeviceGetComputeInstanceId",
-    // §3.4
-    "nvmlDeviceGetGpuInstanceProfileInfo",
-    "nvmlDeviceGetGpuInstanceProfileInfoV",
-    "nvmlDeviceGetGpuInstanceProfileInfoByIdV",
-    "nvmlDeviceGetGpuInstancePossiblePlacements_v2",
-    "nvmlDeviceGetGpuInstancePossiblePlacements",
-    "nvmlDeviceGetGpuInstanceRemainingCapacity",
-    "nvmlDeviceCreateGpuInstance",
-    "nvmlDeviceCreateGpuInstanceWithPlacement",
-    "nvmlGpuInstanceDestroy",
-    "nvmlDeviceGetGpuInstances",
-    "nvmlDeviceGetGpuInstanceById",
-    "nvmlGpuInstanceGetInfo",
-    // §3.5
-    "nvmlGpuInstanceGetComputeInstanceProfileInfo",
-    "nvmlGpuInstanceGetComputeInstanceProfileInfoV",
-    "nvmlGpuInstanceGetComputeInstanceRemainingCapacity",
-    "nvmlGpuInstanceGetComputeInstancePossiblePlacements",
-    "nvmlGpuInstanceCreateComputeInstance",
-    "nvmlGpuInstanceCreateComputeInstanceWithPlacement",
-    "nvmlComputeInstanceDestroy",
-    "nvmlGpuInstanceGetComputeInstances",
-    "nvmlGpuInstanceGetComputeInstanceById",
-    "nvmlComputeInstanceGetInfo_v2",
-    "nvmlComputeInstanceGetInfo",
-    // §3.6
-    "nvmlDeviceGetComputeRunningProcesses_v3",
-    "nvmlDeviceGetComputeRunningProcesses_v2",
-    "nvmlDeviceGetComputeRunningProcesses",
-    "nvmlDeviceGetGraphicsRunningProcesses_v3",
+#define MIGD_SIM_NAME(id, name, type, since, header, use, head, effect) #name,
+    MIGD_NVML_FUNCTIONS(MIGD_SIM_NAME)
+#undef MIGD_SIM_NAME
 };
 
-// Symbols first declared after the NVML 11.4 header (nvml.md §3 "Since").
+// Those the NVML 11.4 header (R470) does not declare.
 constexpr std::string_view kPostR470[] = {
-    "nvmlDeviceGetMemoryInfo_v2",                           // 11.6
-    "nvmlDeviceGetGpuInstanceProfileInfoV",                 // 11.6
-    "nvmlDeviceGetGpuInstanceProfileInfoByIdV",             // 13.0
-    "nvmlGpuInstanceGetComputeInstanceProfileInfoV",        // 11.6
-    "nvmlGpuInstanceGetComputeInstancePossiblePlacements",  // 12.0
-    "nvmlGpuInstanceCreateComputeInstanceWithPlacement",    // 12.0
-    "nvmlDeviceGetComputeRunningProcesses_v3",              // 11.6
-    "nvmlDeviceGetGraphicsRunningProcesses_v3",             // 11.6
+#define MIGD_SIM_NEWER(id, name, type, since, header, use, head, effect) \
+  MIGD_NVML_IF_NEWER_##header(#name, )
+    MIGD_NVML_FUNCTIONS(MIGD_SIM_NEWER)
+#undef MIGD_SIM_NEWER
 };
 
 }  // namespace

@@ -4,8 +4,10 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <stdexcept>
+#include <string>
+#include <vector>
 
+#include "base/json_reader.h"
 #include "base/status_macros.h"
 #include "mig/layout.h"
 
@@ -13,11 +15,6 @@ namespace migd::sim {
 namespace {
 
 using Json = nlohmann::ordered_json;
-
-// Thrown inside the parser only; converted to kDataLoss at its edge.
-struct ParseError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
 
 std::string HexNonce(uint64_t v) {
   char buf[19];
@@ -27,177 +24,135 @@ std::string HexNonce(uint64_t v) {
 
 Json PlacementJson(const mig::Placement& p) { return Json{{"start", p.start}, {"size", p.size}}; }
 
-// A cursor over one JSON object: typed field access with the JSON path in
-// every error, and a final check that no unknown field is present.
-class Obj {
- public:
-  Obj(const Json& j, std::string path) : j_(j), path_(std::move(path)) {
-    if (!j_.is_object()) throw ParseError(path_ + ": expected an object");
-  }
-
-  const Json& Field(const char* key) {
-    auto it = j_.find(key);
-    if (it == j_.end()) throw ParseError(path_ + "." + key + ": missing");
-    seen_.insert(key);
-    return *it;
-  }
-  bool Has(const char* key) const { return j_.contains(key); }
-
-  uint64_t U64(const char* key) {
-    const Json& v = Field(key);
-    if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<int64_t>() >= 0)) {
-      throw ParseError(path_ + "." + key + ": expected a non-negative integer");
-    }
-    return v.get<uint64_t>();
-  }
-  uint32_t U32(const char* key) {
-    uint64_t v = U64(key);
-    if (v > UINT32_MAX) throw ParseError(path_ + "." + key + ": out of range");
-    return static_cast<uint32_t>(v);
-  }
-  std::string Str(const char* key) {
-    const Json& v = Field(key);
-    if (!v.is_string()) throw ParseError(path_ + "." + key + ": expected a string");
-    return v.get<std::string>();
-  }
-  bool Bool(const char* key) {
-    const Json& v = Field(key);
-    if (!v.is_boolean()) throw ParseError(path_ + "." + key + ": expected true or false");
-    return v.get<bool>();
-  }
-  const Json& Array(const char* key) {
-    const Json& v = Field(key);
-    if (!v.is_array()) throw ParseError(path_ + "." + key + ": expected an array");
-    return v;
-  }
-  mig::Placement PlacementField(const char* key) {
-    Obj o(Field(key), path_ + "." + key);
-    mig::Placement p{o.U32("start"), o.U32("size")};
-    o.Done();
-    return p;
-  }
-  std::string Path(const char* key) const { return path_ + "." + key; }
-
-  // REQUIRES: called after all fields were read.
-  void Done() const {
-    for (auto it = j_.begin(); it != j_.end(); ++it) {
-      if (!seen_.contains(it.key())) throw ParseError(path_ + "." + it.key() + ": unknown field");
-    }
-  }
-
- private:
-  const Json& j_;
-  std::string path_;
-  std::set<std::string> seen_;
-};
-
-bool ParseMigModeName(const std::string& s, const std::string& path) {
-  if (s == "enabled") return true;
-  if (s == "disabled") return false;
-  throw ParseError(path + ": expected \"enabled\" or \"disabled\"");
+StatusOr<mig::Placement> ReadPlacement(const JsonReader& parent, std::string_view key) {
+  MIGD_ASSIGN_OR_RETURN(JsonReader r, parent.Object(key));
+  MIGD_RETURN_IF_ERROR(r.NoUnknownKeys({"start", "size"}));
+  MIGD_ASSIGN_OR_RETURN(uint32_t start, r.Uint32("start"));
+  MIGD_ASSIGN_OR_RETURN(uint32_t size, r.Uint32("size"));
+  return mig::Placement{start, size};
 }
 
-SimState ParseOrThrow(std::string_view text) {
-  Json root;
-  try {
-    root = Json::parse(text);
-  } catch (const Json::parse_error& e) {
-    throw ParseError(std::string("invalid JSON: ") + e.what());
+StatusOr<SimCi> ReadCi(const JsonReader& r) {
+  MIGD_RETURN_IF_ERROR(r.ExpectObject());
+  MIGD_RETURN_IF_ERROR(
+      r.NoUnknownKeys({"id", "profileId", "placement", "serial", "uuid", "processes"}));
+  SimCi ci;
+  MIGD_ASSIGN_OR_RETURN(uint32_t id, r.Uint32("id"));
+  MIGD_ASSIGN_OR_RETURN(uint32_t profile, r.Uint32("profileId"));
+  ci.id = NvmlCiId(id);
+  ci.profile_id = CiProfileId(profile);
+  MIGD_ASSIGN_OR_RETURN(ci.placement, ReadPlacement(r, "placement"));
+  MIGD_ASSIGN_OR_RETURN(ci.serial, r.Uint("serial"));
+  MIGD_ASSIGN_OR_RETURN(std::string uuid, r.String("uuid"));
+  ci.uuid = MigUuid(uuid);
+  MIGD_ASSIGN_OR_RETURN(std::vector<JsonReader> procs, r.Array("processes"));
+  for (const JsonReader& p : procs) {
+    MIGD_RETURN_IF_ERROR(p.ExpectObject());
+    MIGD_RETURN_IF_ERROR(p.NoUnknownKeys({"pid", "usedGpuMemory"}));
+    SimProcess proc;
+    MIGD_ASSIGN_OR_RETURN(proc.pid, p.Uint32("pid"));
+    MIGD_ASSIGN_OR_RETURN(proc.used_gpu_memory, p.Uint("usedGpuMemory"));
+    ci.processes.push_back(proc);
   }
-  Obj o(root, "$");
+  return ci;
+}
+
+StatusOr<SimGi> ReadGi(const JsonReader& r) {
+  MIGD_RETURN_IF_ERROR(r.ExpectObject());
+  MIGD_RETURN_IF_ERROR(
+      r.NoUnknownKeys({"id", "profileId", "placement", "serial", "computeInstances"}));
+  SimGi gi;
+  MIGD_ASSIGN_OR_RETURN(uint32_t id, r.Uint32("id"));
+  MIGD_ASSIGN_OR_RETURN(uint32_t profile, r.Uint32("profileId"));
+  gi.id = NvmlGiId(id);
+  gi.profile_id = GiProfileId(profile);
+  MIGD_ASSIGN_OR_RETURN(gi.placement, ReadPlacement(r, "placement"));
+  MIGD_ASSIGN_OR_RETURN(gi.serial, r.Uint("serial"));
+  MIGD_ASSIGN_OR_RETURN(std::vector<JsonReader> cis, r.Array("computeInstances"));
+  for (const JsonReader& c : cis) {
+    MIGD_ASSIGN_OR_RETURN(SimCi ci, ReadCi(c));
+    gi.compute_instances.push_back(std::move(ci));
+  }
+  return gi;
+}
+
+StatusOr<SimGpu> ReadGpu(const JsonReader& r) {
+  MIGD_RETURN_IF_ERROR(r.ExpectObject());
+  MIGD_RETURN_IF_ERROR(r.NoUnknownKeys(
+      {"index", "model", "uuid", "minor", "pciBusId", "migMode", "permission", "gpuInstances"}));
+  SimGpu gpu;
+  MIGD_ASSIGN_OR_RETURN(uint32_t index, r.Uint32("index"));
+  gpu.index = GpuIndex(index);
+  MIGD_ASSIGN_OR_RETURN(gpu.model_key, r.String("model"));
+  MIGD_ASSIGN_OR_RETURN(std::string uuid, r.String("uuid"));
+  gpu.uuid = GpuUuid(uuid);
+  MIGD_ASSIGN_OR_RETURN(gpu.minor, r.Uint32("minor"));
+  MIGD_ASSIGN_OR_RETURN(gpu.pci_bus_id, r.String("pciBusId"));
+  MIGD_ASSIGN_OR_RETURN(JsonReader mode, r.Object("migMode"));
+  MIGD_RETURN_IF_ERROR(mode.NoUnknownKeys({"current", "pending"}));
+  MIGD_ASSIGN_OR_RETURN(size_t current, mode.Enum("current", {"disabled", "enabled"}));
+  MIGD_ASSIGN_OR_RETURN(size_t pending, mode.Enum("pending", {"disabled", "enabled"}));
+  gpu.mig_current = current == 1;
+  gpu.mig_pending = pending == 1;
+  MIGD_ASSIGN_OR_RETURN(gpu.permission, r.Bool("permission"));
+  MIGD_ASSIGN_OR_RETURN(std::vector<JsonReader> gis, r.Array("gpuInstances"));
+  for (const JsonReader& g : gis) {
+    MIGD_ASSIGN_OR_RETURN(SimGi gi, ReadGi(g));
+    gpu.gpu_instances.push_back(std::move(gi));
+  }
+  return gpu;
+}
+
+StatusOr<CallCounters> ReadCounters(const JsonReader& root) {
+  MIGD_ASSIGN_OR_RETURN(JsonReader counters, root.Object("counters"));
+  CallCounters out;
+  for (auto it = counters.value().begin(); it != counters.value().end(); ++it) {
+    const JsonReader per_fn = counters.Child(it.key());
+    MIGD_RETURN_IF_ERROR(per_fn.ExpectObject());
+    for (auto r = it.value().begin(); r != it.value().end(); ++r) {
+      MIGD_ASSIGN_OR_RETURN(out[it.key()][r.key()], per_fn.Uint(r.key()));
+    }
+  }
+  return out;
+}
+
+StatusOr<SimState> ReadState(const JsonReader& r) {
+  MIGD_RETURN_IF_ERROR(r.ExpectObject());
+  MIGD_RETURN_IF_ERROR(
+      r.NoUnknownKeys({"schemaVersion", "driverVersion", "nvmlVersion", "giIdPolicy", "giIdSeed",
+                       "nonce", "serial", "bootCount", "procRoot", "gpus", "counters"}));
   SimState s;
-  s.schema_version = static_cast<int>(o.U32("schemaVersion"));
-  if (s.schema_version != kStateSchemaVersion) {
-    throw ParseError("$.schemaVersion: unsupported version " + std::to_string(s.schema_version) +
-                     " (this build reads " + std::to_string(kStateSchemaVersion) + ")");
+  MIGD_ASSIGN_OR_RETURN(int64_t version, r.Int("schemaVersion"));
+  if (version != kStateSchemaVersion) {
+    return r.ExpectedAt("schemaVersion", "schema version " + std::to_string(kStateSchemaVersion) +
+                                             " (the one this build reads)");
   }
-  s.driver_version = o.Str("driverVersion");
-  s.nvml_version = o.Str("nvmlVersion");
-  std::string policy = o.Str("giIdPolicy");
-  if (policy == "deterministic") {
-    s.gi_id_policy.mode = GiIdMode::kDeterministic;
-  } else if (policy == "shuffle") {
-    s.gi_id_policy.mode = GiIdMode::kShuffle;
-  } else {
-    throw ParseError("$.giIdPolicy: expected \"deterministic\" or \"shuffle\"");
-  }
-  s.gi_id_policy.seed = o.U64("giIdSeed");
-  std::string nonce = o.Str("nonce");
+  s.schema_version = static_cast<int>(version);
+  MIGD_ASSIGN_OR_RETURN(s.driver_version, r.String("driverVersion"));
+  MIGD_ASSIGN_OR_RETURN(s.nvml_version, r.String("nvmlVersion"));
+  MIGD_ASSIGN_OR_RETURN(size_t policy, r.Enum("giIdPolicy", {"deterministic", "shuffle"}));
+  s.gi_id_policy.mode = policy == 1 ? GiIdMode::kShuffle : GiIdMode::kDeterministic;
+  MIGD_ASSIGN_OR_RETURN(s.gi_id_policy.seed, r.Uint("giIdSeed"));
+  MIGD_ASSIGN_OR_RETURN(std::string nonce, r.String("nonce"));
   if (nonce.empty() || nonce.size() > 16 ||
       nonce.find_first_not_of("0123456789abcdef") != std::string::npos) {
-    throw ParseError("$.nonce: expected 1 to 16 lower-case hex digits");
+    return r.ExpectedAt("nonce", "1 to 16 lower-case hex digits");
   }
   s.nonce = std::stoull(nonce, nullptr, 16);
-  s.serial = o.U64("serial");
-  s.boot_count = o.U64("bootCount");
-  s.proc_root = o.Str("procRoot");
-
-  const Json& gpus = o.Array("gpus");
-  for (size_t g = 0; g < gpus.size(); ++g) {
-    Obj go(gpus[g], "$.gpus[" + std::to_string(g) + "]");
-    SimGpu gpu;
-    gpu.index = GpuIndex(go.U32("index"));
-    gpu.model_key = go.Str("model");
-    gpu.uuid = GpuUuid(go.Str("uuid"));
-    gpu.minor = go.U32("minor");
-    gpu.pci_bus_id = go.Str("pciBusId");
-    {
-      Obj mo(go.Field("migMode"), go.Path("migMode"));
-      gpu.mig_current = ParseMigModeName(mo.Str("current"), mo.Path("current"));
-      gpu.mig_pending = ParseMigModeName(mo.Str("pending"), mo.Path("pending"));
-      mo.Done();
-    }
-    gpu.permission = go.Bool("permission");
-    const Json& gis = go.Array("gpuInstances");
-    for (size_t i = 0; i < gis.size(); ++i) {
-      Obj io(gis[i], go.Path("gpuInstances") + "[" + std::to_string(i) + "]");
-      SimGi gi;
-      gi.id = NvmlGiId(io.U32("id"));
-      gi.profile_id = GiProfileId(io.U32("profileId"));
-      gi.placement = io.PlacementField("placement");
-      gi.serial = io.U64("serial");
-      const Json& cis = io.Array("computeInstances");
-      for (size_t c = 0; c < cis.size(); ++c) {
-        Obj co(cis[c], io.Path("computeInstances") + "[" + std::to_string(c) + "]");
-        SimCi ci;
-        ci.id = NvmlCiId(co.U32("id"));
-        ci.profile_id = CiProfileId(co.U32("profileId"));
-        ci.placement = co.PlacementField("placement");
-        ci.serial = co.U64("serial");
-        ci.uuid = MigUuid(co.Str("uuid"));
-        const Json& procs = co.Array("processes");
-        for (size_t p = 0; p < procs.size(); ++p) {
-          Obj po(procs[p], co.Path("processes") + "[" + std::to_string(p) + "]");
-          SimProcess proc;
-          proc.pid = po.U32("pid");
-          proc.used_gpu_memory = po.U64("usedGpuMemory");
-          po.Done();
-          ci.processes.push_back(proc);
-        }
-        co.Done();
-        gi.compute_instances.push_back(std::move(ci));
-      }
-      io.Done();
-      gpu.gpu_instances.push_back(std::move(gi));
-    }
-    go.Done();
+  MIGD_ASSIGN_OR_RETURN(s.serial, r.Uint("serial"));
+  MIGD_ASSIGN_OR_RETURN(s.boot_count, r.Uint("bootCount"));
+  MIGD_ASSIGN_OR_RETURN(s.proc_root, r.String("procRoot"));
+  MIGD_ASSIGN_OR_RETURN(std::vector<JsonReader> gpus, r.Array("gpus"));
+  for (const JsonReader& g : gpus) {
+    MIGD_ASSIGN_OR_RETURN(SimGpu gpu, ReadGpu(g));
     s.gpus.push_back(std::move(gpu));
   }
-
-  const Json& counters = o.Field("counters");
-  if (!counters.is_object()) throw ParseError("$.counters: expected an object");
-  for (auto it = counters.begin(); it != counters.end(); ++it) {
-    Obj per_fn(it.value(), "$.counters." + it.key());
-    for (auto r = it.value().begin(); r != it.value().end(); ++r) {
-      s.counters[it.key()][r.key()] = per_fn.U64(r.key().c_str());
-    }
-    per_fn.Done();
-  }
-  o.Done();
+  MIGD_ASSIGN_OR_RETURN(s.counters, ReadCounters(r));
   return s;
 }
 
-std::string Where(const SimGpu& gpu) { return "$.gpus[" + std::to_string(gpu.index.value()) + "]"; }
+// The JSON pointer of a GPU in the state document (for ValidateState).
+std::string Where(const SimGpu& gpu) { return "/gpus/" + std::to_string(gpu.index.value()); }
 
 }  // namespace
 
@@ -262,109 +217,125 @@ std::string SerializeState(const SimState& s) {
   return root.dump(2) + "\n";
 }
 
-Status ValidateState(const SimState& s, const mig::Catalog& catalog) {
-  if (s.schema_version != kStateSchemaVersion) {
-    return DataLossError("$.schemaVersion: unsupported version " +
-                         std::to_string(s.schema_version));
-  }
-  std::set<std::string> uuids;
-  std::set<uint32_t> minors;
-  for (size_t g = 0; g < s.gpus.size(); ++g) {
-    const SimGpu& gpu = s.gpus[g];
-    const std::string where = "$.gpus[" + std::to_string(g) + "]";
-    if (gpu.index.value() != g)
-      return DataLossError(where + ".index: expected " + std::to_string(g));
-    const mig::GpuModel* model = catalog.FindModel(gpu.model_key);
-    if (model == nullptr)
-      return DataLossError(where + ".model: unknown model '" + gpu.model_key + "'");
-    if (!IsValidGpuUuid(gpu.uuid.value())) return DataLossError(where + ".uuid: not a GPU UUID");
-    if (!uuids.insert(gpu.uuid.value()).second) return DataLossError(where + ".uuid: duplicate");
-    if (!minors.insert(gpu.minor).second) return DataLossError(where + ".minor: duplicate");
-    if (gpu.minor > 31) return DataLossError(where + ".minor: must be 0..31");
-    if (!gpu.mig_current && !gpu.gpu_instances.empty()) {
-      return DataLossError(where + ": GPU instances exist while MIG mode is disabled");
+namespace {
+
+// The CIs of one GI (pointer `gw`): listed, disjoint placements of CI
+// profiles the GI offers, ids and serials in range, unique MIG UUIDs (with
+// `uuids`), unique pids, per-profile caps.
+Status ValidateCis(const SimState& s, const SimGi& gi, const mig::GiProfile& profile,
+                   const std::string& gw, std::set<std::string>& uuids) {
+  uint32_t used_slices = 0;
+  std::set<uint32_t> ci_ids;
+  for (size_t c = 0; c < gi.compute_instances.size(); ++c) {
+    const SimCi& ci = gi.compute_instances[c];
+    const std::string cw = gw + "/computeInstances/" + std::to_string(c);
+    const mig::CiProfile* cp = nullptr;
+    for (const mig::CiProfile& candidate : profile.ci_profiles) {
+      if (candidate.id == ci.profile_id) cp = &candidate;
     }
-    mig::Layout layout(*model);
-    std::set<uint32_t> gi_ids;
-    for (size_t i = 0; i < gpu.gpu_instances.size(); ++i) {
-      const SimGi& gi = gpu.gpu_instances[i];
-      const std::string gw = Where(gpu) + ".gpuInstances[" + std::to_string(i) + "]";
-      const mig::GiProfile* profile = model->FindProfileById(gi.profile_id);
-      if (profile == nullptr) {
-        return DataLossError(gw + ".profileId: no profile " +
-                             std::to_string(gi.profile_id.value()) + " on " + model->key);
+    if (cp == nullptr) return DataLossError(cw + "/profileId: not a CI profile of this GI");
+    bool listed = false;
+    for (const mig::Placement& p : cp->placements) listed = listed || p == ci.placement;
+    if (!listed) return DataLossError(cw + "/placement: not listed for the CI profile");
+    const uint32_t mask = ci.placement.Mask();
+    if ((used_slices & mask) != 0) return DataLossError(cw + "/placement: overlaps another CI");
+    used_slices |= mask;
+    if (ci.id.value() >= kMaxCiIds || !ci_ids.insert(ci.id.value()).second) {
+      return DataLossError(cw + "/id: duplicate or out of range 0..7");
+    }
+    if (c > 0 && gi.compute_instances[c - 1].id >= ci.id) {
+      return DataLossError(cw + "/id: compute instances must be sorted by id");
+    }
+    if (ci.serial == 0 || ci.serial > s.serial) {
+      return DataLossError(cw + "/serial: must be in 1../serial");
+    }
+    if (!IsValidMigUuid(ci.uuid.value()) || !uuids.insert(ci.uuid.value()).second) {
+      return DataLossError(cw + "/uuid: not a MIG UUID, or a duplicate");
+    }
+    std::set<uint32_t> pids;
+    for (const SimProcess& p : ci.processes) {
+      if (!pids.insert(p.pid).second) {
+        return DataLossError(cw + "/processes: duplicate pid " + std::to_string(p.pid));
       }
-      if (gi.id.value() >= kMaxGiIds || !gi_ids.insert(gi.id.value()).second) {
-        return DataLossError(gw + ".id: duplicate or out of range 0..14");
-      }
-      if (i > 0 && gpu.gpu_instances[i - 1].id >= gi.id) {
-        return DataLossError(gw + ".id: GPU instances must be sorted by id");
-      }
-      if (gi.serial == 0 || gi.serial > s.serial) {
-        return DataLossError(gw + ".serial: must be in 1..$.serial");
-      }
-      if (Status st = layout.Add(*profile, gi.placement); !st.ok()) {
-        return DataLossError(gw + ": illegal layout: " + std::string(st.message()));
-      }
-      uint32_t used_slices = 0;
-      std::set<uint32_t> ci_ids;
-      for (size_t c = 0; c < gi.compute_instances.size(); ++c) {
-        const SimCi& ci = gi.compute_instances[c];
-        const std::string cw = gw + ".computeInstances[" + std::to_string(c) + "]";
-        const mig::CiProfile* cp = nullptr;
-        for (const mig::CiProfile& candidate : profile->ci_profiles) {
-          if (candidate.id == ci.profile_id) cp = &candidate;
-        }
-        if (cp == nullptr) return DataLossError(cw + ".profileId: not a CI profile of this GI");
-        bool listed = false;
-        for (const mig::Placement& p : cp->placements) listed = listed || p == ci.placement;
-        if (!listed) return DataLossError(cw + ".placement: not listed for the CI profile");
-        const uint32_t mask = ci.placement.Mask();
-        if ((used_slices & mask) != 0) return DataLossError(cw + ".placement: overlaps another CI");
-        used_slices |= mask;
-        if (ci.id.value() >= kMaxCiIds || !ci_ids.insert(ci.id.value()).second) {
-          return DataLossError(cw + ".id: duplicate or out of range 0..7");
-        }
-        if (c > 0 && gi.compute_instances[c - 1].id >= ci.id) {
-          return DataLossError(cw + ".id: compute instances must be sorted by id");
-        }
-        if (ci.serial == 0 || ci.serial > s.serial) {
-          return DataLossError(cw + ".serial: must be in 1..$.serial");
-        }
-        if (!IsValidMigUuid(ci.uuid.value()) || !uuids.insert(ci.uuid.value()).second) {
-          return DataLossError(cw + ".uuid: not a MIG UUID, or a duplicate");
-        }
-        std::set<uint32_t> pids;
-        for (const SimProcess& p : ci.processes) {
-          if (!pids.insert(p.pid).second) {
-            return DataLossError(cw + ".processes: duplicate pid " + std::to_string(p.pid));
-          }
-        }
-      }
-      // Per-CI-profile instance caps.
-      for (const mig::CiProfile& cp : profile->ci_profiles) {
-        uint32_t n = 0;
-        for (const SimCi& ci : gi.compute_instances) n += ci.profile_id == cp.id ? 1 : 0;
-        if (n > cp.instance_count) {
-          return DataLossError(gw + ": more CIs of profile " + std::to_string(cp.id.value()) +
-                               " than its instanceCount");
-        }
-      }
+    }
+  }
+  for (const mig::CiProfile& cp : profile.ci_profiles) {
+    uint32_t n = 0;
+    for (const SimCi& ci : gi.compute_instances) n += ci.profile_id == cp.id ? 1 : 0;
+    if (n > cp.instance_count) {
+      return DataLossError(gw + ": more CIs of profile " + std::to_string(cp.id.value()) +
+                           " than its instanceCount");
     }
   }
   return OkStatus();
 }
 
-StatusOr<SimState> ParseState(std::string_view json, const mig::Catalog& catalog) {
-  SimState s;
-  try {
-    s = ParseOrThrow(json);
-  } catch (const ParseError& e) {
-    return DataLossError(e.what());
-  } catch (const std::exception& e) {
-    return DataLossError(std::string("invalid state: ") + e.what());
+// The GIs of one GPU: known profiles, a legal layout, ids and serials.
+Status ValidateGis(const SimState& s, const SimGpu& gpu, const mig::GpuModel& model,
+                   std::set<std::string>& uuids) {
+  mig::Layout layout(model);
+  std::set<uint32_t> gi_ids;
+  for (size_t i = 0; i < gpu.gpu_instances.size(); ++i) {
+    const SimGi& gi = gpu.gpu_instances[i];
+    const std::string gw = Where(gpu) + "/gpuInstances/" + std::to_string(i);
+    const mig::GiProfile* profile = model.FindProfileById(gi.profile_id);
+    if (profile == nullptr) {
+      return DataLossError(gw + "/profileId: no profile " + std::to_string(gi.profile_id.value()) +
+                           " on " + model.key);
+    }
+    if (gi.id.value() >= kMaxGiIds || !gi_ids.insert(gi.id.value()).second) {
+      return DataLossError(gw + "/id: duplicate or out of range 0..14");
+    }
+    if (i > 0 && gpu.gpu_instances[i - 1].id >= gi.id) {
+      return DataLossError(gw + "/id: GPU instances must be sorted by id");
+    }
+    if (gi.serial == 0 || gi.serial > s.serial) {
+      return DataLossError(gw + "/serial: must be in 1../serial");
+    }
+    if (Status st = layout.Add(*profile, gi.placement); !st.ok()) {
+      return DataLossError(gw + ": illegal layout: " + std::string(st.message()));
+    }
+    MIGD_RETURN_IF_ERROR(ValidateCis(s, gi, *profile, gw, uuids));
   }
-  MIGD_RETURN_IF_ERROR(ValidateState(s, catalog));
+  return OkStatus();
+}
+
+}  // namespace
+
+Status ValidateState(const SimState& s, const mig::Catalog& catalog) {
+  if (s.schema_version != kStateSchemaVersion) {
+    return DataLossError("/schemaVersion: unsupported version " + std::to_string(s.schema_version));
+  }
+  std::set<std::string> uuids;
+  std::set<uint32_t> minors;
+  for (size_t g = 0; g < s.gpus.size(); ++g) {
+    const SimGpu& gpu = s.gpus[g];
+    const std::string where = "/gpus/" + std::to_string(g);
+    if (gpu.index.value() != g) {
+      return DataLossError(where + "/index: expected " + std::to_string(g));
+    }
+    const mig::GpuModel* model = catalog.FindModel(gpu.model_key);
+    if (model == nullptr) {
+      return DataLossError(where + "/model: unknown model '" + gpu.model_key + "'");
+    }
+    if (!IsValidGpuUuid(gpu.uuid.value())) return DataLossError(where + "/uuid: not a GPU UUID");
+    if (!uuids.insert(gpu.uuid.value()).second) return DataLossError(where + "/uuid: duplicate");
+    if (!minors.insert(gpu.minor).second) return DataLossError(where + "/minor: duplicate");
+    if (gpu.minor > 31) return DataLossError(where + "/minor: must be 0..31");
+    if (!gpu.mig_current && !gpu.gpu_instances.empty()) {
+      return DataLossError(where + ": GPU instances exist while MIG mode is disabled");
+    }
+    MIGD_RETURN_IF_ERROR(ValidateGis(s, gpu, *model, uuids));
+  }
+  return OkStatus();
+}
+
+StatusOr<SimState> ParseState(std::string_view json, const mig::Catalog& catalog,
+                              std::string_view source) {
+  MIGD_ASSIGN_OR_RETURN(nlohmann::json doc, ParseJson(json, source, StatusCode::kDataLoss));
+  MIGD_ASSIGN_OR_RETURN(SimState s,
+                        ReadState(JsonReader(doc, std::string(source), StatusCode::kDataLoss)));
+  MIGD_RETURN_IF_ERROR(ValidateState(s, catalog).WithContext(source));
   return s;
 }
 

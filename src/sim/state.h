@@ -119,14 +119,17 @@ struct SimState {
 // The state as a JSON document (2-space indent, trailing newline).
 std::string SerializeState(const SimState& state);
 
-// Parses and validates a state document against `catalog`. kDataLoss, with
-// the JSON path of the offending field, for invalid JSON, a wrong schema
-// version, a missing or mistyped field, an unknown field, an unknown model or
-// profile, an illegal layout (checked with mig::Layout), duplicate or
-// out-of-range ids, or a serial smaller than an instance's serial.
-StatusOr<SimState> ParseState(std::string_view json, const mig::Catalog& catalog);
+// Parses and validates a state document against `catalog`. kDataLoss in
+// JsonReader's style ("<source>: <JSON pointer>: expected ..., got ...") for
+// invalid JSON, a wrong schema version, a missing or mistyped field, an
+// unknown field, and ("<source>: <JSON pointer>: <rule>") for an unknown
+// model or profile, an illegal layout (checked with mig::Layout), duplicate
+// or out-of-range ids, or a serial smaller than an instance's serial.
+StatusOr<SimState> ParseState(std::string_view json, const mig::Catalog& catalog,
+                              std::string_view source = "the simulator state");
 
-// The validation ParseState applies, for states built in memory.
+// The validation ParseState applies, for states built in memory; errors
+// name the JSON pointer of the offending field ("/gpus/0/minor: duplicate").
 Status ValidateState(const SimState& state, const mig::Catalog& catalog);
 
 }  // namespace migd::sim

@@ -14,13 +14,15 @@
 namespace migd::sim {
 
 // Holds mu_ and the file lock for one access.
-class StateStore::LockGuard {
+class ABSL_SCOPED_LOCKABLE StateStore::LockGuard {
  public:
-  explicit LockGuard(StateStore& store) : store_(store), lock_(store.mu_) {
-    status_ = store_.Lock();
+  explicit LockGuard(StateStore& store) ABSL_EXCLUSIVE_LOCK_FUNCTION(store.mu_) : store_(store) {
+    store.mu_.Lock();
+    status_ = store.Lock();
   }
-  ~LockGuard() {
+  ~LockGuard() ABSL_UNLOCK_FUNCTION() ABSL_NO_THREAD_SAFETY_ANALYSIS {
     if (status_.ok()) store_.Unlock();
+    store_.mu_.Unlock();
   }
   LockGuard(const LockGuard&) = delete;
   LockGuard& operator=(const LockGuard&) = delete;
@@ -28,7 +30,6 @@ class StateStore::LockGuard {
 
  private:
   StateStore& store_;
-  std::lock_guard<std::mutex> lock_;
   Status status_;
 };
 
@@ -90,11 +91,11 @@ Status StateStore::LoadLocked() {
   if (cache_ && key == cache_key_ && generation == cache_generation_) return OkStatus();
   cache_.reset();
   MIGD_ASSIGN_OR_RETURN(std::string text, ReadFileToString(options_.path));
-  StatusOr<SimState> parsed = ParseState(text, *catalog_);
+  StatusOr<SimState> parsed = ParseState(text, *catalog_, options_.path);
   if (!parsed.ok()) {
-    return DataLossError("simulator state file " + options_.path + " is corrupt (" +
-                         std::string(parsed.status().message()) +
-                         "); fix it or delete it to start a new machine");
+    return DataLossError(std::string(parsed.status().message()) +
+                         " (the simulator state file is corrupt: fix it or delete it to start a "
+                         "new machine)");
   }
   cache_ = std::move(parsed).value();
   cache_key_ = key;

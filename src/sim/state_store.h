@@ -39,10 +39,10 @@
 #include <cstdint>
 #include <ctime>
 #include <functional>
-#include <mutex>
 #include <optional>
 #include <string>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "mig/catalog.h"
 #include "sim/state.h"
@@ -107,23 +107,23 @@ class StateStore {
   };
   class LockGuard;
 
-  Status Lock();  // REQUIRES: mu_ held
-  void Unlock();
-  uint64_t ReadGeneration() const;
-  Status WriteGeneration(uint64_t generation);
+  Status Lock() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);  // takes the file lock
+  void Unlock() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  uint64_t ReadGeneration() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Status WriteGeneration(uint64_t generation) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // REQUIRES: the file lock held. Fills cache_.
-  Status LoadLocked();
-  Status WriteLocked(const SimState& state, bool sync);
+  Status LoadLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Status WriteLocked(const SimState& state, bool sync) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const StoreOptions options_;
   const mig::Catalog* catalog_;
-  std::mutex mu_;
-  // Protected by mu_ (and the file lock while it is held):
-  int lock_fd_ = -1;
-  pid_t lock_pid_ = 0;  // the process that opened lock_fd_
-  std::optional<SimState> cache_;
-  FileKey cache_key_;
-  uint64_t cache_generation_ = 0;
+  Mutex mu_;
+  // Also protected by the file lock while it is held:
+  int lock_fd_ ABSL_GUARDED_BY(mu_) = -1;
+  pid_t lock_pid_ ABSL_GUARDED_BY(mu_) = 0;  // the process that opened lock_fd_
+  std::optional<SimState> cache_ ABSL_GUARDED_BY(mu_);
+  FileKey cache_key_ ABSL_GUARDED_BY(mu_);
+  uint64_t cache_generation_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace migd::sim

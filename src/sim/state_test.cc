@@ -86,18 +86,24 @@ void ExpectCorrupt(const std::function<void(nlohmann::json&)>& edit, const std::
 }
 
 TEST(StateTest, RejectsCorruptDocuments) {
-  EXPECT_THAT(ParseState("", Cat()), StatusIs(StatusCode::kDataLoss, HasSubstr("invalid JSON")));
+  EXPECT_THAT(ParseState("", Cat()), StatusIs(StatusCode::kDataLoss, HasSubstr("not valid JSON")));
   EXPECT_THAT(ParseState("{\"schemaVersion\": 1", Cat()),
-              StatusIs(StatusCode::kDataLoss, HasSubstr("invalid JSON")));
+              StatusIs(StatusCode::kDataLoss, HasSubstr("not valid JSON")));
   EXPECT_THAT(ParseState("[]", Cat()), StatusIs(StatusCode::kDataLoss, HasSubstr("object")));
-  ExpectCorrupt([](auto& j) { j["schemaVersion"] = 2; }, "schemaVersion");
-  ExpectCorrupt([](auto& j) { j.erase("serial"); }, "$.serial: missing");
-  ExpectCorrupt([](auto& j) { j["extra"] = 1; }, "$.extra: unknown field");
-  ExpectCorrupt([](auto& j) { j["gpus"][0]["minor"] = "zero"; }, "$.gpus[0].minor");
-  ExpectCorrupt([](auto& j) { j["gpus"][0]["model"] = "z100"; }, "unknown model");
-  ExpectCorrupt([](auto& j) { j["giIdPolicy"] = "random"; }, "giIdPolicy");
-  ExpectCorrupt([](auto& j) { j["nonce"] = "xyz"; }, "nonce");
-  ExpectCorrupt([](auto& j) { j["gpus"][0]["migMode"]["current"] = "on"; }, "migMode.current");
+  ExpectCorrupt([](auto& j) { j["schemaVersion"] = 2; },
+                "/schemaVersion: expected schema version 1");
+  ExpectCorrupt([](auto& j) { j.erase("serial"); },
+                "the simulator state: /serial: expected a non-negative integer, got nothing");
+  ExpectCorrupt([](auto& j) { j["extra"] = 1; }, "/extra: unknown member");
+  ExpectCorrupt([](auto& j) { j["gpus"][0]["minor"] = "zero"; }, "/gpus/0/minor: expected");
+  ExpectCorrupt([](auto& j) { j["gpus"][0]["model"] = "z100"; },
+                "the simulator state: /gpus/0/model: unknown model");
+  ExpectCorrupt([](auto& j) { j["giIdPolicy"] = "random"; },
+                "/giIdPolicy: expected one of deterministic, shuffle");
+  ExpectCorrupt([](auto& j) { j["nonce"] = "xyz"; },
+                "/nonce: expected 1 to 16 lower-case hex digits");
+  ExpectCorrupt([](auto& j) { j["gpus"][0]["migMode"]["current"] = "on"; },
+                "/gpus/0/migMode/current: expected one of");
   ExpectCorrupt([](auto& j) { j["gpus"][0]["gpuInstances"][0]["profileId"] = 47; }, "profileId");
   ExpectCorrupt([](auto& j) { j["gpus"][0]["gpuInstances"][0]["placement"]["start"] = 1; },
                 "illegal layout");
@@ -113,7 +119,8 @@ TEST(StateTest, RejectsCorruptDocuments) {
       "not listed");
   ExpectCorrupt([](auto& j) { j["gpus"][1]["gpuInstances"] = j["gpus"][0]["gpuInstances"]; },
                 "MIG mode is disabled");
-  ExpectCorrupt([](auto& j) { j["counters"]["nvmlInit_v2"]["SUCCESS"] = -1; }, "counters");
+  ExpectCorrupt([](auto& j) { j["counters"]["nvmlInit_v2"]["SUCCESS"] = -1; },
+                "/counters/nvmlInit_v2/SUCCESS: expected");
   ExpectCorrupt([](auto& j) { j["gpus"][1]["uuid"] = j["gpus"][0]["uuid"]; }, "duplicate");
 }
 

@@ -19,6 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The list of entry points only (names, not signatures): this client keeps
+   its own declarations of the signatures below. */
+#include "driver/nvml/nvml_functions.h"
+
 typedef int ret_t;
 typedef void* dev_t_;
 typedef void* gi_t;
@@ -66,7 +70,6 @@ static void* sym(const char* name) {
   }
   return p;
 }
-#define FN(ret, name, args) ret(*name) args = (ret(*) args)sym(#name)
 
 static unsigned rd32(const unsigned char* buf, size_t off) {
   unsigned v;
@@ -149,65 +152,71 @@ static int valid_mig_uuid(const char* s) {
   return s[4 + 9 + 5] == '5';
 }
 
-int main(int argc, char** argv) {
-  if (argc != 3) {
-    fprintf(stderr, "usage: %s LIBRARY SCRATCH_DIR\n", argv[0]);
-    return 2;
-  }
-  char state[4096];
-  snprintf(state, sizeof(state), "%s/abi-check-state.json", argv[2]);
-  remove(state);
-  unsetenv("MIGD_SIM_STATE");
-  unsetenv("MIGD_SIM_FAULTS");
-  unsetenv("MIGD_SIM_GI_IDS");
-  setenv("MIGD_SIM_FSYNC", "0", 1);
+/* The functions this client calls, resolved by name with dlsym. */
+#define API(X) \
+  X(ret_t, nvmlInit_v2, (void)) \
+  X(ret_t, nvmlShutdown, (void)) \
+  X(const char*, nvmlErrorString, (ret_t)) \
+  X(ret_t, nvmlDeviceGetCount_v2, (unsigned*)) \
+  X(ret_t, nvmlDeviceGetHandleByIndex_v2, (unsigned, dev_t_*)) \
+  X(ret_t, nvmlDeviceGetHandleByUUID, (const char*, dev_t_*)) \
+  X(ret_t, nvmlDeviceGetUUID, (dev_t_, char*, unsigned)) \
+  X(ret_t, nvmlDeviceGetName, (dev_t_, char*, unsigned)) \
+  X(ret_t, nvmlDeviceGetGpuInstanceProfileInfo, (dev_t_, unsigned, void*)) \
+  X(ret_t, nvmlDeviceGetGpuInstanceProfileInfoV, (dev_t_, unsigned, void*)) \
+  X(ret_t, nvmlDeviceGetGpuInstancePossiblePlacements_v2, (dev_t_, unsigned, place_t*, unsigned*)) \
+  X(ret_t, nvmlDeviceGetGpuInstanceRemainingCapacity, (dev_t_, unsigned, unsigned*)) \
+  X(ret_t, nvmlDeviceCreateGpuInstanceWithPlacement, (dev_t_, unsigned, const place_t*, gi_t*)) \
+  X(ret_t, nvmlGpuInstanceDestroy, (gi_t)) \
+  X(ret_t, nvmlGpuInstanceGetInfo, (gi_t, gi_info_t*)) \
+  X(ret_t, nvmlDeviceGetGpuInstanceById, (dev_t_, unsigned, gi_t*)) \
+  X(ret_t, nvmlGpuInstanceGetComputeInstanceProfileInfoV, (gi_t, unsigned, unsigned, void*)) \
+  X(ret_t, nvmlGpuInstanceCreateComputeInstance, (gi_t, unsigned, ci_t*)) \
+  X(ret_t, nvmlComputeInstanceDestroy, (ci_t)) \
+  X(ret_t, nvmlComputeInstanceGetInfo_v2, (ci_t, ci_info_t*)) \
+  X(ret_t, nvmlDeviceGetMigMode, (dev_t_, unsigned*, unsigned*)) \
+  X(ret_t, migdSimAttachProcess, (const char*, unsigned, unsigned long long)) \
+  X(ret_t, migdSimDetachProcess, (const char*, unsigned)) \
+  X(ret_t, nvmlDeviceGetComputeRunningProcesses_v3, (dev_t_, unsigned*, proc_t*)) \
+  X(ret_t, nvmlDeviceGetMaxMigDeviceCount, (dev_t_, unsigned*)) \
+  X(ret_t, nvmlDeviceGetMigDeviceHandleByIndex, (dev_t_, unsigned, dev_t_*)) \
+  X(ret_t, nvmlDeviceGetGpuInstanceId, (dev_t_, unsigned*)) \
+  X(ret_t, nvmlDeviceGetComputeInstanceId, (dev_t_, unsigned*)) \
+  X(ret_t, nvmlGpuInstanceGetComputeInstances, (gi_t, unsigned, ci_t*, unsigned*)) \
+  X(ret_t, nvmlGpuInstanceGetComputeInstancePossiblePlacements, (gi_t, unsigned, place_t*, unsigned*))
+#define DECLARE(ret, name, args) static ret(*name) args;
+API(DECLARE)
+#undef DECLARE
 
-  lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
-  if (!lib) {
-    printf("FAIL: dlopen %s: %s\n0 passed, 1 failed\n", argv[1], dlerror());
-    return 1;
-  }
-  FN(ret_t, nvmlInit_v2, (void));
-  FN(ret_t, nvmlShutdown, (void));
-  FN(const char*, nvmlErrorString, (ret_t));
-  FN(ret_t, nvmlDeviceGetCount_v2, (unsigned*));
-  FN(ret_t, nvmlDeviceGetHandleByIndex_v2, (unsigned, dev_t_*));
-  FN(ret_t, nvmlDeviceGetHandleByUUID, (const char*, dev_t_*));
-  FN(ret_t, nvmlDeviceGetUUID, (dev_t_, char*, unsigned));
-  FN(ret_t, nvmlDeviceGetName, (dev_t_, char*, unsigned));
-  FN(ret_t, nvmlDeviceGetGpuInstanceProfileInfo, (dev_t_, unsigned, void*));
-  FN(ret_t, nvmlDeviceGetGpuInstanceProfileInfoV, (dev_t_, unsigned, void*));
-  FN(ret_t, nvmlDeviceGetGpuInstancePossiblePlacements_v2, (dev_t_, unsigned, place_t*, unsigned*));
-  FN(ret_t, nvmlDeviceGetGpuInstanceRemainingCapacity, (dev_t_, unsigned, unsigned*));
-  FN(ret_t, nvmlDeviceCreateGpuInstanceWithPlacement, (dev_t_, unsigned, const place_t*, gi_t*));
-  FN(ret_t, nvmlGpuInstanceDestroy, (gi_t));
-  FN(ret_t, nvmlGpuInstanceGetInfo, (gi_t, gi_info_t*));
-  FN(ret_t, nvmlDeviceGetGpuInstanceById, (dev_t_, unsigned, gi_t*));
-  FN(ret_t, nvmlGpuInstanceGetComputeInstanceProfileInfoV, (gi_t, unsigned, unsigned, void*));
-  FN(ret_t, nvmlGpuInstanceCreateComputeInstance, (gi_t, unsigned, ci_t*));
-  FN(ret_t, nvmlComputeInstanceDestroy, (ci_t));
-  FN(ret_t, nvmlComputeInstanceGetInfo_v2, (ci_t, ci_info_t*));
-  FN(ret_t, nvmlDeviceGetMigMode, (dev_t_, unsigned*, unsigned*));
-  FN(ret_t, migdSimAttachProcess, (const char*, unsigned, unsigned long long));
-  FN(ret_t, migdSimDetachProcess, (const char*, unsigned));
-  FN(ret_t, nvmlDeviceGetComputeRunningProcesses_v3, (dev_t_, unsigned*, proc_t*));
-  FN(ret_t, nvmlDeviceGetMaxMigDeviceCount, (dev_t_, unsigned*));
-  FN(ret_t, nvmlDeviceGetMigDeviceHandleByIndex, (dev_t_, unsigned, dev_t_*));
-  FN(ret_t, nvmlDeviceGetGpuInstanceId, (dev_t_, unsigned*));
-  FN(ret_t, nvmlDeviceGetComputeInstanceId, (dev_t_, unsigned*));
-  FN(ret_t, nvmlGpuInstanceGetComputeInstances, (gi_t, unsigned, ci_t*, unsigned*));
-  FN(ret_t, nvmlGpuInstanceGetComputeInstancePossiblePlacements, (gi_t, unsigned, place_t*, unsigned*));
-  if (failed) {
-    printf("%d passed, %d failed\n", passed, failed);
-    return 1;
-  }
+static void bind_all(void) {
+#define BIND(ret, name, args) name = (ret(*) args)sym(#name);
+  API(BIND)
+#undef BIND
+}
 
+/* State shared by the checks, in the order main runs them. */
+static char state_path[4096];
+static unsigned count;
+static dev_t_ a100, a30, rtx;
+static unsigned ver;
+static unsigned char buf[152];
+static place_t pl[16];
+static unsigned n;
+static gi_t g3a, g3b, g;
+static gi_info_t gi;
+static unsigned char cibuf[140];
+static ci_t c, c2;
+static ci_info_t ci, ci2;
+static migdev_t devs[2];
+static char uuid[96];
+static char parent[96]; /* the A100's GPU UUID */
+
+static void check_lifecycle(void) {
   /* Without MIGD_SIM_STATE the library behaves like a host without a driver. */
   CHECK(nvmlInit_v2() == DRIVER_NOT_LOADED, "init without MIGD_SIM_STATE");
 
-  setenv("MIGD_SIM_STATE", state, 1);
+  setenv("MIGD_SIM_STATE", state_path, 1);
   setenv("MIGD_SIM_GPUS", "a100-40gb:1,a30-24gb:1,rtx-pro-6000-blackwell:1", 1);
-  unsigned count = 0;
   CHECK(nvmlDeviceGetCount_v2(&count) == UNINIT, "call before init -> UNINITIALIZED");
 
   /* Reference-counted init (nvml.md 7.5). */
@@ -217,7 +226,6 @@ int main(int argc, char** argv) {
   CHECK(nvmlDeviceGetCount_v2(&count) == OK && count == 3, "still initialised, 3 GPUs (%u)",
         count);
 
-  dev_t_ a100 = NULL, a30 = NULL, rtx = NULL;
   CHECK(nvmlDeviceGetHandleByIndex_v2(0, &a100) == OK, "handle 0");
   CHECK(nvmlDeviceGetHandleByIndex_v2(1, &a30) == OK, "handle 1");
   CHECK(nvmlDeviceGetHandleByIndex_v2(2, &rtx) == OK, "handle 2");
@@ -228,7 +236,9 @@ int main(int argc, char** argv) {
         "A100 name '%s'", name);
   unsigned cur = 9, pend = 9;
   CHECK(nvmlDeviceGetMigMode(a100, &cur, &pend) == OK && cur == 1 && pend == 1, "MIG on");
+}
 
+static void check_profile_info(void) {
   /* Profile info: index is not id (nvml.md 7.1). v1 struct. */
   gip_v1_t v1;
   memset(&v1, 0, sizeof(v1));
@@ -243,9 +253,8 @@ int main(int argc, char** argv) {
         "7g id 0");
 
   /* v2: version word 0x02000098, isP2pSupported @8, sliceCount @12, memory @48, name @56. */
-  unsigned char buf[152];
   memset(buf, 0, sizeof(buf));
-  unsigned ver = 0x02000098;
+  ver = 0x02000098;
   memcpy(buf, &ver, 4);
   CHECK(nvmlDeviceGetGpuInstanceProfileInfoV(a100, 2, buf) == OK && rd32(buf, 4) == 9 &&
             rd32(buf, 12) == 3 && rd32(buf, 16) == 2 && rd64(buf, 48) == 19968 &&
@@ -277,10 +286,11 @@ int main(int argc, char** argv) {
   CHECK(nvmlDeviceGetGpuInstanceProfileInfoV(a100, 0x5, buf) == NOTSUP, "8-slice: NOT_SUPPORTED");
   CHECK(nvmlDeviceGetGpuInstanceProfileInfoV(a100, 0x40, buf) == INVAL,
         "index past the last: INVALID_ARGUMENT");
+}
 
+static void check_placements(void) {
   /* Placements (memory slices), NULL buffer = count query. */
-  place_t pl[16];
-  unsigned n = 0;
+  n = 0;
   CHECK(nvmlDeviceGetGpuInstancePossiblePlacements_v2(a100, 9, NULL, &n) == OK && n == 2,
         "3g count %u", n);
   n = 16;
@@ -295,9 +305,10 @@ int main(int argc, char** argv) {
   CHECK(nvmlDeviceGetGpuInstancePossiblePlacements_v2(a30, 5, pl, &n) == OK && n == 2 &&
             pl[1].start == 2 && pl[1].size == 2,
         "A30 2g placements {0,2}:2");
+}
 
+static void check_gi_create(void) {
   /* Create and destroy semantics (mig-hardware.md 5.1-5.3, 5.7, 5.8). */
-  gi_t g3a = NULL, g3b = NULL, g = NULL;
   place_t p0 = {0, 4}, p4 = {4, 4}, bad = {1, 4}, one7 = {7, 1};
   CHECK(nvmlDeviceCreateGpuInstanceWithPlacement(a100, 9, &bad, &g) == INVAL,
         "unlisted placement -> INVALID_ARGUMENT");
@@ -307,7 +318,6 @@ int main(int argc, char** argv) {
   CHECK(nvmlDeviceCreateGpuInstanceWithPlacement(a100, 5, &p0, &g) == INSUFF_RES,
         "4g over 3g -> INSUFFICIENT_RESOURCES");
   CHECK(nvmlDeviceCreateGpuInstanceWithPlacement(a100, 9, &p4, &g3b) == OK, "3g at 4");
-  gi_info_t gi;
   memset(&gi, 0, sizeof(gi));
   CHECK(nvmlGpuInstanceGetInfo(g3a, &gi) == OK && gi.id == 1 && gi.profileId == 9 &&
             gi.placement.start == 0 && gi.placement.size == 4,
@@ -316,9 +326,10 @@ int main(int argc, char** argv) {
   unsigned cap = 9;
   CHECK(nvmlDeviceGetGpuInstanceRemainingCapacity(a100, 19, &cap) == OK && cap == 0,
         "1g capacity with two 3g: %u", cap);
+}
 
+static void check_ci_create(void) {
   /* The default CI of a 3g GI: index 2 (3-slice) -> id from profile info. */
-  unsigned char cibuf[140];
   memset(cibuf, 0, sizeof(cibuf));
   ver = 0x0300008C;
   memcpy(cibuf, &ver, 4);
@@ -332,19 +343,19 @@ int main(int argc, char** argv) {
   memset(cibuf, 0, sizeof(cibuf));
   memcpy(cibuf, &ver, 4);
   nvmlGpuInstanceGetComputeInstanceProfileInfoV(g3a, 2, 0, cibuf);
-  ci_t c = NULL, c2 = NULL;
   CHECK(nvmlGpuInstanceCreateComputeInstance(g3a, rd32(cibuf, 4), &c) == OK, "create CI");
   CHECK(nvmlGpuInstanceCreateComputeInstance(g3b, rd32(cibuf, 4), &c2) == OK, "create CI 2");
-  ci_info_t ci, ci2;
   memset(&ci, 0, sizeof(ci));
   memset(&ci2, 0, sizeof(ci2));
   CHECK(nvmlComputeInstanceGetInfo_v2(c, &ci) == OK && ci.id == 0 && ci.device != NULL,
         "CI info id %u", ci.id);
   CHECK(nvmlComputeInstanceGetInfo_v2(c2, &ci2) == OK && ci2.id == 0, "CI 2 info id %u", ci2.id);
+}
 
+static void check_parent_device(void) {
   /* nvml.h: nvmlComputeInstanceInfo_t.device and nvmlGpuInstanceInfo_t.device
      are "Parent device": the GPU, whose UUID is a GPU- one. */
-  char parent[96] = {0}, through_info[96] = {0};
+  char through_info[96] = {0};
   CHECK(nvmlDeviceGetUUID(a100, parent, sizeof(parent)) == OK && strncmp(parent, "GPU-", 4) == 0,
         "GPU UUID '%s'", parent);
   CHECK(nvmlDeviceGetUUID(ci.device, through_info, sizeof(through_info)) == OK &&
@@ -356,7 +367,9 @@ int main(int argc, char** argv) {
             nvmlDeviceGetUUID(gi.device, through_info, sizeof(through_info)) == OK &&
             strcmp(through_info, parent) == 0,
         "GI info .device is the parent: '%s'", through_info);
+}
 
+static void check_mig_device_walk(void) {
   /* The MIG devices: only the index walk leads from (GI, CI) to them. */
   memset(&gi, 0, sizeof(gi));
   unsigned gi_a = 0, gi_b = 0;
@@ -364,11 +377,12 @@ int main(int argc, char** argv) {
   gi_a = gi.id;
   nvmlGpuInstanceGetInfo(g3b, &gi);
   gi_b = gi.id;
-  migdev_t devs[2] = {{gi_a, ci.id, NULL, 0}, {gi_b, ci2.id, NULL, 0}};
+  devs[0] = (migdev_t){gi_a, ci.id, NULL, 0};
+  devs[1] = (migdev_t){gi_b, ci2.id, NULL, 0};
   CHECK(walk(a100, devs, 2, nvmlDeviceGetMaxMigDeviceCount, nvmlDeviceGetMigDeviceHandleByIndex,
              nvmlDeviceGetGpuInstanceId, nvmlDeviceGetComputeInstanceId),
         "the walk finds each CI exactly once (%d, %d)", devs[0].seen, devs[1].seen);
-  char uuid[96] = {0}, uuid_b[96] = {0};
+  char uuid_b[96] = {0};
   CHECK(devs[0].handle != NULL && nvmlDeviceGetUUID(devs[0].handle, uuid, sizeof(uuid)) == OK &&
             valid_mig_uuid(uuid) && strcmp(uuid, parent) != 0,
         "MIG UUID format '%s'", uuid);
@@ -387,7 +401,9 @@ int main(int argc, char** argv) {
   char small[8];
   CHECK(nvmlDeviceGetUUID(devs[0].handle, small, sizeof(small)) == INSUFF_SIZE,
         "short UUID buffer -> INSUFFICIENT_SIZE");
+}
 
+static void check_listings(void) {
   /* GetComputeInstances: a CI profile this GI does not offer -> NOT_SUPPORTED;
      *count is output only. */
   ci_t cis[8];
@@ -405,7 +421,9 @@ int main(int argc, char** argv) {
   CHECK(nvmlDeviceGetGpuInstancePossiblePlacements_v2(a100, 19, pl, &n) == OK && n == 7,
         "GI placements with *count 0 in: %u", n);
   CHECK(nvmlComputeInstanceDestroy(c2) == OK, "CI 2 destroy");
+}
 
+static void check_destroy_and_processes(void) {
   /* Destroy ordering and IN_USE (mig-hardware.md 5.7). */
   CHECK(nvmlGpuInstanceDestroy(g3a) == IN_USE, "GI destroy with a CI -> IN_USE");
   CHECK(migdSimAttachProcess(uuid, 4242, 1 << 20) == OK, "attach process");
@@ -426,7 +444,9 @@ int main(int argc, char** argv) {
   CHECK(nvmlGpuInstanceGetInfo(g3a, &gi) == INVAL, "stale GI handle -> INVALID_ARGUMENT");
   CHECK(nvmlDeviceGetGpuInstanceById(a100, 1, &g) == NOTFOUND, "GI 1 gone -> NOT_FOUND");
   CHECK(nvmlGpuInstanceDestroy(g3b) == OK, "GI destroy 2");
+}
 
+static void check_gi_ids(void) {
   /* GI ids by size class: 1g at start s -> 7 + s on an 8-unit GPU. */
   int ids_ok = 1;
   gi_t ones[7];
@@ -446,7 +466,9 @@ int main(int argc, char** argv) {
   CHECK(nvmlDeviceCreateGpuInstanceWithPlacement(a100, 19, &p0_1, &extra) == INSUFF_RES,
         "eighth 1g -> INSUFFICIENT_RESOURCES");
   for (unsigned s = 0; s < 7; ++s) nvmlGpuInstanceDestroy(ones[s]);
+}
 
+static void check_other_models(void) {
   /* A30: 2g at 2:2 gets GI 2; RTX PRO 6000: 1g at 3:3 gets GI 4. */
   place_t a30p = {2, 2};
   CHECK(nvmlDeviceCreateGpuInstanceWithPlacement(a30, 5, &a30p, &g) == OK &&
@@ -463,6 +485,51 @@ int main(int argc, char** argv) {
   CHECK(nvmlShutdown() == OK, "final shutdown");
   CHECK(nvmlDeviceGetCount_v2(&count) == UNINIT, "after final shutdown -> UNINITIALIZED");
   CHECK(nvmlShutdown() == OK, "extra shutdown reports no error");
+}
+
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    fprintf(stderr, "usage: %s LIBRARY SCRATCH_DIR\n", argv[0]);
+    return 2;
+  }
+  snprintf(state_path, sizeof(state_path), "%s/abi-check-state.json", argv[2]);
+  remove(state_path);
+  unsetenv("MIGD_SIM_STATE");
+  unsetenv("MIGD_SIM_FAULTS");
+  unsetenv("MIGD_SIM_GI_IDS");
+  setenv("MIGD_SIM_FSYNC", "0", 1);
+
+  lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    printf("FAIL: dlopen %s: %s\n0 passed, 1 failed\n", argv[1], dlerror());
+    return 1;
+  }
+  bind_all();
+  if (failed) {
+    printf("%d passed, %d failed\n", passed, failed);
+    return 1;
+  }
+  /* Every NVML function of migd's list and every migdSim* control is
+     exported. */
+#define EXPECT_EXPORTED(id, name, type, since, header, use, head, effect) \
+  CHECK(dlsym(lib, #name) != NULL, "exports %s", #name);
+  MIGD_NVML_FUNCTIONS(EXPECT_EXPORTED)
+#undef EXPECT_EXPORTED
+#define EXPECT_CONTROL(name, type) CHECK(dlsym(lib, #name) != NULL, "exports %s", #name);
+  MIGD_SIM_CONTROLS(EXPECT_CONTROL)
+#undef EXPECT_CONTROL
+
+  check_lifecycle();
+  check_profile_info();
+  check_placements();
+  check_gi_create();
+  check_ci_create();
+  check_parent_device();
+  check_mig_device_walk();
+  check_listings();
+  check_destroy_and_processes();
+  check_gi_ids();
+  check_other_models();
 
   printf("%d passed, %d failed\n", passed, failed);
   return failed == 0 ? 0 : 1;

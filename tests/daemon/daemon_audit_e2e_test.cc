@@ -104,6 +104,9 @@ TEST_F(DaemonAuditE2eTest, EachStateChangingRpcNamesItsCaller) {
     grpc::ClientContext ctx;
     SetDeadline(&ctx);
     ASSERT_TRUE(stub->Allocate(&ctx, req, &resp).ok());
+    ASSERT_EQ(resp.instances_size(), 1);
+    EXPECT_THAT(resp.instances(0).instance().mig_uuid(), ::testing::StartsWith("MIG-"));
+    EXPECT_NE(resp.instances(0).instance().mig_uuid(), resp.instances(0).instance().gpu_uuid());
   }
   {
     v1::ListResponse resp;

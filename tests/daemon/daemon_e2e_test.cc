@@ -106,7 +106,17 @@ class DaemonE2eTest : public ::testing::Test {
     req.add_instances()->set_profile(profile);
     grpc::ClientContext ctx;
     SetDeadline(&ctx);
-    return stub.Allocate(&ctx, req, resp);
+    grpc::Status s = stub.Allocate(&ctx, req, resp);
+    if (s.ok()) ExpectMigIdentities(*resp);
+    return s;
+  }
+
+  // Every allocated instance has its own MIG UUID, never its GPU's.
+  static void ExpectMigIdentities(const v1::AllocateResponse& resp) {
+    for (const auto& ai : resp.instances()) {
+      EXPECT_THAT(ai.instance().mig_uuid(), ::testing::StartsWith("MIG-"));
+      EXPECT_NE(ai.instance().mig_uuid(), ai.instance().gpu_uuid());
+    }
   }
 
   grpc::Status Release(v1::MigManager::Stub& stub, const std::string& request_id) {
@@ -672,6 +682,7 @@ TEST_F(DaemonE2eTest, SimulateWithoutSimEnvUsesATemporaryMachineAndRemovesIt) {
   SetDeadline(&ctx);
   const grpc::Status s = stub->Allocate(&ctx, req, &resp);
   ASSERT_TRUE(s.ok()) << s.error_message();
+  ExpectMigIdentities(resp);
   EXPECT_TRUE(std::filesystem::exists(sim_dir + "/cdi/" +
                                       CdiFile(resp.instances(0).instance().mig_uuid())));
 

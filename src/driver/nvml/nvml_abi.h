@@ -23,6 +23,7 @@ extern "C" {
 typedef struct nvmlDevice_st* nvmlDevice_t;
 typedef struct nvmlGpuInstance_st* nvmlGpuInstance_t;
 typedef struct nvmlComputeInstance_st* nvmlComputeInstance_t;
+typedef struct nvmlEventSet_st* nvmlEventSet_t;  // "Handle to an event set"
 
 // §5.1 Return codes.
 typedef enum nvmlReturn_enum {
@@ -107,6 +108,25 @@ typedef struct nvmlProcessInfo_v2_st {
   unsigned int computeInstanceId;  // likewise for the compute instance
 } nvmlProcessInfo_v2_t;
 typedef nvmlProcessInfo_v2_t nvmlProcessInfo_t;
+
+// "Information about occurred event" (nvmlEventSetWait_v2). The same fields
+// and layout in every header from 11.1 to 13.3.
+typedef struct nvmlEventData_st {
+  nvmlDevice_t device;  // "Specific device where the event occurred"
+  unsigned long long eventType;  // "Information about what specific event occurred"
+  // "Stores Xid error for the device in the event of
+  // nvmlEventTypeXidCriticalError, eventData is 0 for any other event.
+  // eventData is set as 999 for unknown Xid error."
+  unsigned long long eventData;
+  // "If MIG is enabled and nvmlEventTypeXidCriticalError event is
+  // attributable to a GPU instance, stores a valid GPU instance ID.
+  // gpuInstanceId is set to 0xFFFFFFFF otherwise."
+  unsigned int gpuInstanceId;
+  // "If MIG is enabled and nvmlEventTypeXidCriticalError event is
+  // attributable to a compute instance, stores a valid compute instance ID.
+  // computeInstanceId is set to 0xFFFFFFFF otherwise."
+  unsigned int computeInstanceId;
+} nvmlEventData_t;
 
 typedef struct nvmlPciInfo_st {
   // "The legacy tuple domain:bus:device.function PCI identifier"
@@ -236,9 +256,10 @@ typedef struct nvmlComputeInstanceProfileInfo_v3_st {
   unsigned int capabilities;
 } nvmlComputeInstanceProfileInfo_v3_t;
 
-// Function pointer types, one per exported symbol (§3). The symbol name is in
-// the comment; the loader resolves exactly that name.
+// Function pointer types of the exported symbols; which symbol has which type
+// is listed once, in driver/nvml/nvml_functions.h.
 typedef nvmlReturn_t (*nvmlInit_fn)(void);                          // nvmlInit_v2, nvmlInit
+typedef nvmlReturn_t (*nvmlInitWithFlags_fn)(unsigned int);         // nvmlInitWithFlags
 typedef nvmlReturn_t (*nvmlShutdown_fn)(void);                      // nvmlShutdown
 typedef const char* (*nvmlErrorString_fn)(nvmlReturn_t);            // nvmlErrorString
 typedef nvmlReturn_t (*nvmlSystemGetDriverVersion_fn)(char*, unsigned int);
@@ -250,7 +271,9 @@ typedef nvmlReturn_t (*nvmlDeviceGetString_fn)(nvmlDevice_t, char*, unsigned int
 typedef nvmlReturn_t (*nvmlDeviceGetUint_fn)(nvmlDevice_t, unsigned int*);  // Index, Minor, ...
 typedef nvmlReturn_t (*nvmlDeviceGetPciInfo_fn)(nvmlDevice_t, nvmlPciInfo_t*);  // _v3
 typedef nvmlReturn_t (*nvmlDeviceGetMemoryInfo_fn)(nvmlDevice_t, nvmlMemory_t*);
+typedef nvmlReturn_t (*nvmlDeviceGetMemoryInfoV2_fn)(nvmlDevice_t, nvmlMemory_v2_t*);  // _v2
 typedef nvmlReturn_t (*nvmlDeviceGetMigMode_fn)(nvmlDevice_t, unsigned int*, unsigned int*);
+typedef nvmlReturn_t (*nvmlDeviceSetMigMode_fn)(nvmlDevice_t, unsigned int, nvmlReturn_t*);
 typedef nvmlReturn_t (*nvmlDeviceGetMigDeviceHandleByIndex_fn)(nvmlDevice_t, unsigned int,
                                                               nvmlDevice_t*);
 typedef nvmlReturn_t (*nvmlDeviceGetDeviceHandleFromMigDeviceHandle_fn)(nvmlDevice_t,
@@ -298,6 +321,13 @@ typedef nvmlReturn_t (*nvmlDeviceGetComputeRunningProcesses_fn)(nvmlDevice_t, un
                                                                nvmlProcessInfo_t*);  // _v3, _v2
 typedef nvmlReturn_t (*nvmlDeviceGetComputeRunningProcessesV1_fn)(nvmlDevice_t, unsigned int*,
                                                                  nvmlProcessInfo_v1_t*);
+typedef nvmlReturn_t (*nvmlEventSetCreate_fn)(nvmlEventSet_t*);
+typedef nvmlReturn_t (*nvmlEventSetFree_fn)(nvmlEventSet_t);
+typedef nvmlReturn_t (*nvmlDeviceGetSupportedEventTypes_fn)(nvmlDevice_t, unsigned long long*);
+typedef nvmlReturn_t (*nvmlDeviceRegisterEvents_fn)(nvmlDevice_t, unsigned long long,
+                                                   nvmlEventSet_t);
+typedef nvmlReturn_t (*nvmlEventSetWait_fn)(nvmlEventSet_t, nvmlEventData_t*,
+                                           unsigned int);  // _v2
 
 }  // extern "C"
 
@@ -369,12 +399,44 @@ constexpr unsigned int kSystemNvmlVersionBufferSize = 80;
 constexpr unsigned int kDevicePciBusIdBufferSize = 32;
 constexpr unsigned int kDevicePciBusIdBufferV2Size = 16;
 
+// Event types ("Event Types which user can be notified about"; "Types can
+// be combined with bitwise or operator '|' when passed to
+// nvmlDeviceRegisterEvents").
+constexpr unsigned long long kEventTypeSingleBitEccError = 0x1;
+constexpr unsigned long long kEventTypeDoubleBitEccError = 0x2;
+constexpr unsigned long long kEventTypePState = 0x4;
+constexpr unsigned long long kEventTypeXidCriticalError = 0x8;  // "XID critical error event."
+constexpr unsigned long long kEventTypeClock = 0x10;
+constexpr unsigned long long kEventTypePowerSourceChange = 0x80;
+constexpr unsigned long long kEventMigConfigChange = 0x100;  // "MIG configuration change event."
+constexpr unsigned long long kEventTypeSingleBitEccErrorStorm = 0x200;
+constexpr unsigned long long kEventTypeDramRetirementEvent = 0x400;
+constexpr unsigned long long kEventTypeDramRetirementFailure = 0x800;
+constexpr unsigned long long kEventTypeNonFatalPoisonError = 0x1000;
+constexpr unsigned long long kEventTypeFatalPoisonError = 0x2000;
+// "GPU unavailable error event." (first in the 12.8 header)
+constexpr unsigned long long kEventTypeGpuUnavailableError = 0x4000;
+constexpr unsigned long long kEventTypeGpuRecoveryAction = 0x8000;
+// nvmlEventTypeAll, "Mask of all event types.": of the 13.3 header, and of
+// the 11.4 header (driver R470), which stops at nvmlEventMigConfigChange.
+constexpr unsigned long long kEventTypeAll = 0xFF9F;
+constexpr unsigned long long kEventTypeAllR470 = 0x19F;
+// eventData "is set as 999 for unknown Xid error."
+constexpr unsigned long long kUnknownXid = 999;
+
 // gpuInstanceId / computeInstanceId "set to 0xFFFFFFFF otherwise" (process
 // info when MIG is off; event data not attributable to an instance).
 constexpr unsigned int kInvalidInstanceId = 0xFFFFFFFFu;
 
 // Layout checks: every size and offset, as gcc lays out nvml.h on x86-64.
 static_assert(sizeof(nvmlReturn_t) == 4);
+static_assert(sizeof(nvmlEventSet_t) == 8);
+static_assert(sizeof(nvmlEventData_t) == 32);
+static_assert(offsetof(nvmlEventData_t, device) == 0);
+static_assert(offsetof(nvmlEventData_t, eventType) == 8);
+static_assert(offsetof(nvmlEventData_t, eventData) == 16);
+static_assert(offsetof(nvmlEventData_t, gpuInstanceId) == 24);
+static_assert(offsetof(nvmlEventData_t, computeInstanceId) == 28);
 static_assert(sizeof(nvmlDevice_t) == 8);
 static_assert(sizeof(nvmlGpuInstance_t) == 8);
 static_assert(sizeof(nvmlComputeInstance_t) == 8);

@@ -1,5 +1,6 @@
 #include "driver/nvml/nvml_library.h"
 
+#include <absl/strings/ascii.h>
 #include <dlfcn.h>
 
 #include <cstring>
@@ -14,68 +15,31 @@ namespace {
 using S = NvmlSymbol;
 
 constexpr std::array<std::string_view, kNvmlSymbolCount> kSymbolNames = {
-    "nvmlInit_v2",
-    "nvmlInit",
-    "nvmlShutdown",
-    "nvmlErrorString",
-    "nvmlSystemGetDriverVersion",
-    "nvmlSystemGetNVMLVersion",
-    "nvmlDeviceGetCount_v2",
-    "nvmlDeviceGetCount",
-    "nvmlDeviceGetHandleByIndex_v2",
-    "nvmlDeviceGetHandleByIndex",
-    "nvmlDeviceGetHandleByUUID",
-    "nvmlDeviceGetUUID",
-    "nvmlDeviceGetName",
-    "nvmlDeviceGetIndex",
-    "nvmlDeviceGetMinorNumber",
-    "nvmlDeviceGetPciInfo_v3",
-    "nvmlDeviceGetPciInfo_v2",
-    "nvmlDeviceGetPciInfo",
-    "nvmlDeviceGetMemoryInfo",
-    "nvmlDeviceGetMigMode",
-    "nvmlDeviceGetMaxMigDeviceCount",
-    "nvmlDeviceGetMigDeviceHandleByIndex",
-    "nvmlDeviceGetGpuInstanceId",
-    "nvmlDeviceGetComputeInstanceId",
-    "nvmlDeviceGetGpuInstanceProfileInfoV",
-    "nvmlDeviceGetGpuInstanceProfileInfo",
-    "nvmlDeviceGetGpuInstancePossiblePlacements_v2",
-    "nvmlDeviceGetGpuInstancePossiblePlacements",
-    "nvmlDeviceGetGpuInstanceRemainingCapacity",
-    "nvmlDeviceCreateGpuInstanceWithPlacement",
-    "nvmlGpuInstanceDestroy",
-    "nvmlDeviceGetGpuInstances",
-    "nvmlDeviceGetGpuInstanceById",
-    "nvmlGpuInstanceGetInfo",
-    "nvmlGpuInstanceGetComputeInstanceProfileInfoV",
-    "nvmlGpuInstanceGetComputeInstanceProfileInfo",
-    "nvmlGpuInstanceCreateComputeInstance",
-    "nvmlComputeInstanceDestroy",
-    "nvmlGpuInstanceGetComputeInstances",
-    "nvmlGpuInstanceGetComputeInstanceById",
-    "nvmlComputeInstanceGetInfo_v2",
-    "nvmlComputeInstanceGetInfo",
-    "nvmlDeviceGetComputeRunningProcesses_v3",
-    "nvmlDeviceGetComputeRunningProcesses_v2",
-    "nvmlDeviceGetComputeRunningProcesses",
-    "nvmlGpuInstanceGetComputeInstancePossiblePlacements",
-    "nvmlGpuInstanceCreateComputeInstanceWithPlacement",
-    "nvmlDeviceGetGpuInstanceProfileInfoByIdV",
+#define MIGD_NVML_NAME(id, name, type, since, header, use, head, effect) \
+  MIGD_NVML_IF_BOUND_##use(#name, )
+    MIGD_NVML_FUNCTIONS(MIGD_NVML_NAME)
+#undef MIGD_NVML_NAME
 };
 
-NvmlFunctionSpec Spec(std::vector<NvmlSymbol> chain, bool required) {
-  return NvmlFunctionSpec{NvmlSymbolName(chain.front()), std::move(chain), required};
-}
+// How an entry of the list is bound.
+enum class Use { kRequired, kOptional, kFallback };
+#define MIGD_NVML_USE_REQUIRED Use::kRequired
+#define MIGD_NVML_USE_OPTIONAL Use::kOptional
+#define MIGD_NVML_USE_FALLBACK Use::kFallback
+
+struct Entry {
+  NvmlSymbol id;
+  Use use;
+  NvmlSymbol head;
+};
+constexpr Entry kEntries[] = {
+#define MIGD_NVML_ENTRY(id, name, type, since, header, use, head, effect) \
+  MIGD_NVML_IF_BOUND_##use(Entry{S::id, MIGD_NVML_USE_##use, S::head}, )
+    MIGD_NVML_FUNCTIONS(MIGD_NVML_ENTRY)
+#undef MIGD_NVML_ENTRY
+};
 
 void* DlsymResolver(const char* name, void* handle) { return dlsym(handle, name); }
-
-std::string Trim(std::string s) {
-  const auto b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos) return "";
-  const auto e = s.find_last_not_of(" \t\r\n");
-  return s.substr(b, e - b + 1);
-}
 
 }  // namespace
 
@@ -86,52 +50,18 @@ std::string_view NvmlSymbolName(NvmlSymbol s) {
 }
 
 const std::vector<NvmlFunctionSpec>& NvmlFunctionSpecs() {
-  static const std::vector<NvmlFunctionSpec>* specs = new std::vector<NvmlFunctionSpec>{
-      Spec({S::kInitV2, S::kInit}, true),
-      Spec({S::kShutdown}, true),
-      Spec({S::kErrorString}, false),
-      Spec({S::kSystemGetDriverVersion}, false),
-      Spec({S::kSystemGetNvmlVersion}, false),
-      Spec({S::kDeviceGetCountV2, S::kDeviceGetCount}, true),
-      Spec({S::kDeviceGetHandleByIndexV2, S::kDeviceGetHandleByIndex}, true),
-      Spec({S::kDeviceGetHandleByUuid}, false),
-      Spec({S::kDeviceGetUuid}, true),
-      Spec({S::kDeviceGetName}, false),
-      Spec({S::kDeviceGetIndex}, false),
-      Spec({S::kDeviceGetMinorNumber}, false),
-      Spec({S::kDeviceGetPciInfoV3, S::kDeviceGetPciInfoV2, S::kDeviceGetPciInfo}, false),
-      Spec({S::kDeviceGetMemoryInfo}, false),
-      Spec({S::kDeviceGetMigMode}, true),
-      // The MIG-device walk (nvml_driver.h): in every header since 11.1.
-      Spec({S::kDeviceGetMaxMigDeviceCount}, true),
-      Spec({S::kDeviceGetMigDeviceHandleByIndex}, true),
-      Spec({S::kDeviceGetGpuInstanceId}, true),
-      Spec({S::kDeviceGetComputeInstanceId}, true),
-      Spec({S::kDeviceGetGpuInstanceProfileInfoV, S::kDeviceGetGpuInstanceProfileInfo}, true),
-      Spec({S::kDeviceGetGpuInstancePossiblePlacementsV2,
-            S::kDeviceGetGpuInstancePossiblePlacements},
-           true),
-      Spec({S::kDeviceGetGpuInstanceRemainingCapacity}, false),
-      Spec({S::kDeviceCreateGpuInstanceWithPlacement}, true),
-      Spec({S::kGpuInstanceDestroy}, true),
-      Spec({S::kDeviceGetGpuInstances}, true),
-      Spec({S::kDeviceGetGpuInstanceById}, true),
-      Spec({S::kGpuInstanceGetInfo}, true),
-      Spec({S::kGpuInstanceGetComputeInstanceProfileInfoV,
-            S::kGpuInstanceGetComputeInstanceProfileInfo},
-           true),
-      Spec({S::kGpuInstanceCreateComputeInstance}, true),
-      Spec({S::kComputeInstanceDestroy}, true),
-      Spec({S::kGpuInstanceGetComputeInstances}, true),
-      Spec({S::kGpuInstanceGetComputeInstanceById}, true),
-      Spec({S::kComputeInstanceGetInfoV2, S::kComputeInstanceGetInfo}, true),
-      Spec({S::kDeviceGetComputeRunningProcessesV3, S::kDeviceGetComputeRunningProcessesV2,
-            S::kDeviceGetComputeRunningProcesses},
-           false),
-      Spec({S::kGpuInstanceGetComputeInstancePossiblePlacements}, false),
-      Spec({S::kGpuInstanceCreateComputeInstanceWithPlacement}, false),
-      Spec({S::kDeviceGetGpuInstanceProfileInfoByIdV}, false),
-  };
+  static const std::vector<NvmlFunctionSpec>* specs = [] {
+    auto* out = new std::vector<NvmlFunctionSpec>;
+    for (const Entry& e : kEntries) {
+      if (e.use == Use::kFallback) continue;
+      NvmlFunctionSpec spec{NvmlSymbolName(e.id), {e.id}, e.use == Use::kRequired};
+      for (const Entry& f : kEntries) {
+        if (f.use == Use::kFallback && f.head == e.id) spec.chain.push_back(f.id);
+      }
+      out->push_back(std::move(spec));
+    }
+    return out;
+  }();
   return *specs;
 }
 
@@ -209,7 +139,8 @@ Status NvmlLibrary::BindAll(Resolver resolve, void* ctx) {
     if (Call<nvmlSystemGetDriverVersion_fn>(NvmlSymbol::kSystemGetDriverVersion, buf,
                                             static_cast<unsigned int>(sizeof(buf))) ==
         NVML_SUCCESS) {
-      version = Trim(std::string(buf, strnlen(buf, sizeof(buf))));
+      version = std::string(
+          absl::StripAsciiWhitespace(absl::string_view(buf, strnlen(buf, sizeof(buf)))));
     }
   }
   if (version.empty()) version = ReadKernelDriverVersion();

@@ -2,9 +2,9 @@
 //
 // NvmlLibrary: dlopen() of libnvidia-ml.so.1 (or a configured path such as the
 // simulator's libnvidia-ml-sim.so) and dlsym() of every NVML entry point migd
-// uses, by its exported (suffixed) name, with the fallback chains of nvml.md
-// §7.10. It also owns the per-(function, result) call counters: every NVML call
-// in the code base goes through NvmlLibrary::Call, which is what backs
+// uses, by its exported (suffixed) name, with the fallback chains of
+// driver/nvml/nvml_functions.h. It also owns the per-(function, result) call counters: every NVML
+// call in the code base goes through NvmlLibrary::Call, which is what backs
 // NvmlDriver::CallCounts() and, later, the NVML metrics.
 //
 // NvmlLibrary never calls nvmlInit or nvmlShutdown: that is NvmlSession's job
@@ -31,70 +31,30 @@
 
 #include "base/status.h"
 #include "driver/nvml/nvml_abi.h"
+#include "driver/nvml/nvml_functions.h"
 
 namespace migd::driver {
 
-// Every exported NVML symbol migd may bind, including fallback variants. The
-// name of each is NvmlSymbolName(); each variant is a distinct entry so that
-// call counts say which variant actually ran.
+// Every exported NVML symbol migd may bind, including fallback variants: the
+// entries of driver/nvml/nvml_functions.h that are not SIM_ONLY, in its
+// order. Each variant is a distinct entry so that call counts say which
+// variant actually ran; NvmlSymbolName() gives its exported name.
+// clang-format off
 enum class NvmlSymbol : int {
-  kInitV2,
-  kInit,
-  kShutdown,
-  kErrorString,
-  kSystemGetDriverVersion,
-  kSystemGetNvmlVersion,
-  kDeviceGetCountV2,
-  kDeviceGetCount,
-  kDeviceGetHandleByIndexV2,
-  kDeviceGetHandleByIndex,
-  kDeviceGetHandleByUuid,
-  kDeviceGetUuid,
-  kDeviceGetName,
-  kDeviceGetIndex,
-  kDeviceGetMinorNumber,
-  kDeviceGetPciInfoV3,
-  kDeviceGetPciInfoV2,
-  kDeviceGetPciInfo,
-  kDeviceGetMemoryInfo,
-  kDeviceGetMigMode,
-  kDeviceGetMaxMigDeviceCount,
-  kDeviceGetMigDeviceHandleByIndex,
-  kDeviceGetGpuInstanceId,
-  kDeviceGetComputeInstanceId,
-  kDeviceGetGpuInstanceProfileInfoV,
-  kDeviceGetGpuInstanceProfileInfo,
-  kDeviceGetGpuInstancePossiblePlacementsV2,
-  kDeviceGetGpuInstancePossiblePlacements,
-  kDeviceGetGpuInstanceRemainingCapacity,
-  kDeviceCreateGpuInstanceWithPlacement,
-  kGpuInstanceDestroy,
-  kDeviceGetGpuInstances,
-  kDeviceGetGpuInstanceById,
-  kGpuInstanceGetInfo,
-  kGpuInstanceGetComputeInstanceProfileInfoV,
-  kGpuInstanceGetComputeInstanceProfileInfo,
-  kGpuInstanceCreateComputeInstance,
-  kComputeInstanceDestroy,
-  kGpuInstanceGetComputeInstances,
-  kGpuInstanceGetComputeInstanceById,
-  kComputeInstanceGetInfoV2,
-  kComputeInstanceGetInfo,
-  kDeviceGetComputeRunningProcessesV3,
-  kDeviceGetComputeRunningProcessesV2,
-  kDeviceGetComputeRunningProcesses,
-  // Optional features without fallback: bound for the probe report only.
-  kGpuInstanceGetComputeInstancePossiblePlacements,
-  kGpuInstanceCreateComputeInstanceWithPlacement,
-  kDeviceGetGpuInstanceProfileInfoByIdV,
+#define MIGD_NVML_SYMBOL(id, name, type, since, header, use, head, effect) \
+  MIGD_NVML_IF_BOUND_##use(id, )
+  MIGD_NVML_FUNCTIONS(MIGD_NVML_SYMBOL)
+#undef MIGD_NVML_SYMBOL
   kCount,  // not a symbol
 };
+// clang-format on
 inline constexpr int kNvmlSymbolCount = static_cast<int>(NvmlSymbol::kCount);
 
 // The exported name, e.g. "nvmlDeviceGetPciInfo_v3".
 std::string_view NvmlSymbolName(NvmlSymbol s);
 
-// A logical NVML function and its fallback chain (nvml.md §7.10), best first.
+// A logical NVML function and its fallback chain, best first: a REQUIRED or
+// OPTIONAL entry of nvml_functions.h followed by its FALLBACK entries.
 struct NvmlFunctionSpec {
   std::string_view function;  // the wanted (first) symbol name
   std::vector<NvmlSymbol> chain;
@@ -106,14 +66,14 @@ const std::vector<NvmlFunctionSpec>& NvmlFunctionSpecs();
 // Which variant of a logical function was bound (for probe output and tests).
 struct NvmlBinding {
   std::string function;  // the wanted symbol, e.g. "nvmlDeviceGetPciInfo_v3"
-  std::string bound;  // the symbol actually bound; empty if none resolved
+  std::string bound;     // the symbol actually bound; empty if none resolved
   bool required = false;
 };
 
 // One row of the call counters.
 struct NvmlCallCount {
   std::string function;  // exported symbol actually called, e.g. "nvmlInit_v2"
-  std::string result;  // NvmlReturnName without the "NVML_" prefix: "SUCCESS", "ERROR_IN_USE"
+  std::string result;    // NvmlReturnName without the "NVML_" prefix: "SUCCESS", "ERROR_IN_USE"
   uint64_t count = 0;
   friend bool operator==(const NvmlCallCount&, const NvmlCallCount&) = default;
 };
@@ -191,8 +151,7 @@ class NvmlLibrary {
   std::string path_;
   void* handle_ = nullptr;  // dlopen handle; null for FromResolver
   std::array<void*, kNvmlSymbolCount> symbols_{};
-  mutable std::array<std::array<std::atomic<uint64_t>, kResultSlots>, kNvmlSymbolCount>
-      counts_{};
+  mutable std::array<std::array<std::atomic<uint64_t>, kResultSlots>, kNvmlSymbolCount> counts_{};
 };
 
 // Reads the kernel module version from /proc/driver/nvidia/version ("580.95.05");

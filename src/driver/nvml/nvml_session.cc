@@ -9,12 +9,9 @@ namespace migd::driver {
 namespace {
 
 // The process-wide "a session is open" flag and generation counter.
-std::mutex& ProcessMutex() {
-  static std::mutex* mu = new std::mutex;
-  return *mu;
-}
-const NvmlSession* g_open_session = nullptr;  // GUARDED_BY(ProcessMutex())
-uint64_t g_last_generation = 0;  // GUARDED_BY(ProcessMutex())
+ABSL_CONST_INIT Mutex g_process_mu;
+const NvmlSession* g_open_session ABSL_GUARDED_BY(g_process_mu) = nullptr;
+uint64_t g_last_generation ABSL_GUARDED_BY(g_process_mu) = 0;
 
 }  // namespace
 
@@ -44,7 +41,7 @@ NvmlSession::~NvmlSession() { Close().IgnoreError(); }
 Status NvmlSession::Open() {
   uint64_t generation = 0;
   {
-    std::lock_guard<std::mutex> plock(ProcessMutex());
+    MutexLock plock(&g_process_mu);
     if (g_open_session == this) {
       return FailedPreconditionError("NVML session is already open");
     }
@@ -52,7 +49,7 @@ Status NvmlSession::Open() {
       return FailedPreconditionError(
           "another NVML session is open in this process; only one may be open at a time");
     }
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (state_ != State::kClosed) return FailedPreconditionError("NVML session is not closed");
     g_open_session = this;
     state_ = State::kOpening;
@@ -62,8 +59,8 @@ Status NvmlSession::Open() {
   library_->FirstBound({NvmlSymbol::kInitV2, NvmlSymbol::kInit}, &init);
   // No lock is held across the NVML call (style.md §2.5).
   const nvmlReturn_t r = library_->Call<nvmlInit_fn>(init);
-  std::lock_guard<std::mutex> plock(ProcessMutex());
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock plock(&g_process_mu);
+  MutexLock lock(&mu_);
   if (r != NVML_SUCCESS) {
     state_ = State::kClosed;
     g_open_session = nullptr;
@@ -76,7 +73,7 @@ Status NvmlSession::Open() {
 }
 
 StatusOr<NvmlSession::Token> NvmlSession::Acquire() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (state_ != State::kOpen) {
     return UnavailableError(state_ == State::kClosing ? "NVML session is closing"
                                                       : "NVML session is not open");
@@ -86,44 +83,46 @@ StatusOr<NvmlSession::Token> NvmlSession::Acquire() {
 }
 
 void NvmlSession::ReleaseToken() {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (--in_flight_ == 0) cv_.notify_all();
+  MutexLock lock(&mu_);
+  if (--in_flight_ == 0) cv_.SignalAll();
 }
 
 Status NvmlSession::Close() {
   {
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (state_ == State::kClosing) {
-      cv_.wait(lock, [this] { return state_ != State::kClosing; });
+      cv_.Wait(&mu_, [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return state_ != State::kClosing;
+      });
       return OkStatus();
     }
     if (state_ != State::kOpen) return OkStatus();
     state_ = State::kClosing;
-    cv_.wait(lock, [this] { return in_flight_ == 0; });
+    cv_.Wait(&mu_, [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return in_flight_ == 0; });
   }
   const nvmlReturn_t r = library_->Call<nvmlShutdown_fn>(NvmlSymbol::kShutdown);
   {
-    std::lock_guard<std::mutex> plock(ProcessMutex());
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock plock(&g_process_mu);
+    MutexLock lock(&mu_);
     state_ = State::kClosed;
     if (g_open_session == this) g_open_session = nullptr;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   return FromNvml(r, "nvmlShutdown", library_->ErrorString(r));
 }
 
 bool NvmlSession::is_open() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return state_ == State::kOpen;
 }
 
 uint64_t NvmlSession::generation() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return generation_;
 }
 
 int NvmlSession::in_flight() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return in_flight_;
 }
 

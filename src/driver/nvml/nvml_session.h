@@ -26,11 +26,10 @@
 #ifndef MIGD_DRIVER_NVML_NVML_SESSION_H_
 #define MIGD_DRIVER_NVML_NVML_SESSION_H_
 
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "driver/nvml/nvml_library.h"
 
@@ -99,11 +98,11 @@ class NvmlSession {
   void ReleaseToken();
 
   const std::shared_ptr<NvmlLibrary> library_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  State state_ = State::kClosed;  // GUARDED_BY(mu_)
-  int in_flight_ = 0;  // GUARDED_BY(mu_)
-  uint64_t generation_ = 0;  // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  CondVar cv_;
+  State state_ ABSL_GUARDED_BY(mu_) = State::kClosed;
+  int in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace migd::driver

@@ -1,6 +1,6 @@
 // File: driver/gpu_driver.h
 //
-// GpuDriver: the only door to MIG hardware (DESIGN.md §1, style.md §2.4),
+// GpuDriver: the only door to MIG hardware (docs/architecture.md),
 // in the manner of leveldb's Env. Implementations:
 //   NvmlDriver (driver/nvml/)     - the real NVML through dlopen
 //   FakeGpuDriver (sim/)          - the simulator's hardware model in-process

@@ -1,7 +1,8 @@
 // File: sim/machine.h
 //
-// Machine: the MIG hardware model. It applies the rules of
-// shared/reference/mig-hardware.md §5 to a SimState, answering with the NVML
+// Machine: the MIG hardware model. It applies the MIG rules (NVIDIA's MIG
+// User Guide, the nvml.h contracts; docs/simulator.md) to a SimState,
+// answering with the NVML
 // return code a real driver would give (sim/sim_status.h). GI legality
 // (listed placement, overlap, instance cap, engine budget) and
 // RemainingCapacity are mig::Layout's; this class adds GI/CI id assignment,

@@ -1,6 +1,6 @@
 // File: driver/nvml/nvml_session.h
 //
-// NvmlSession: the one NVML session of a process (DESIGN.md §5). It is the
+// NvmlSession: the one NVML session of a process (docs/architecture.md, "NVML"). It is the
 // ONLY code in migd that calls nvmlInit_v2 and nvmlShutdown:
 //   Open()    calls nvmlInit_v2 (or nvmlInit) exactly once;
 //   Acquire() admits one NVML operation while the session is open;

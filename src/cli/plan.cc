@@ -87,9 +87,9 @@ int RunPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) {
     return kExitUsage;
   }
   StatusOr<planner::PlanInput> input =
-      planner::PlanInputFromJson(*text, mig::Catalog::Default());
+      planner::PlanInputFromJson(*text, mig::Catalog::Default(), options.layout_file);
   if (!input.ok()) {
-    err << "migctl plan: " << options.layout_file << ": " << input.status().message() << "\n";
+    err << "migctl plan: " << input.status().message() << "\n";
     return kExitUsage;
   }
   if (!options.request.empty()) {
@@ -124,9 +124,9 @@ int RunPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) {
   }
   out << "request: " << planner::RequestToString(input->request) << "\n";
   out << "plan:    stage " << planner::StageName(plan->stage) << ", "
-      << planner::SearchName(plan->search) << " search, " << plan->score.creates
-      << " create(s), " << plan->score.destroyed_instances << " reclaim(s) ("
-      << plan->score.destroyed_slices << " memory slices)\n\n";
+      << planner::SearchName(plan->search) << " search, " << plan->score.creates << " create(s), "
+      << plan->score.destroyed_instances << " reclaim(s) (" << plan->score.destroyed_slices
+      << " memory slices)\n\n";
   for (size_t i = 0; i < plan->instances.size(); ++i) {
     const planner::InstancePlan& p = plan->instances[i];
     out << "  #" << i << " " << p.profile << " (id " << p.profile_id.value() << ") -> GPU "

@@ -1,15 +1,14 @@
-// Deterministic invariants of the placement benchmark's simulator
-// (placement.md §6): tables, common random numbers, bounds, the MDP solver
-// against brute force, legality of every baseline's layouts, the trace parser
-// and the gpu_milli mappings.
+// Deterministic invariants of the placement benchmark's simulator: tables,
+// common random numbers, bounds, the MDP solver against brute force,
+// legality of every baseline's layouts (the trace replay: trace_test.cc).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "bench/placement/baselines.h"
 #include "bench/placement/bounds.h"
@@ -61,7 +60,7 @@ RunResult Simulate(Allocator& a, const RunContext& ctx, const std::vector<Reques
   return r.ok() ? *r : RunResult{};
 }
 
-// ---- tables (placement.md §4.1) ----
+// ---- tables ----
 
 TEST(GpuTableTest, StandardTableHas298StatesAnd19MaximalLayouts) {
   for (const char* key : {"a100-40gb", "h100-80gb", "h200-141gb"}) {
@@ -85,7 +84,7 @@ TEST(GpuTableTest, DoubleMemoryTableHas723StatesAnd78MaximalLayouts) {
 TEST(GpuTableTest, TransitionsFollowAlignment) {
   GpuTable t = Table("h100-80gb", false);
   const int one = t.FindProfile("1g"), two = t.FindProfile("2g"), three = t.FindProfile("3g");
-  // A 1g at 6 blocks 3g@4 (placement.md §1); 2g@4 as well.
+  // A 1g at 6 blocks 3g@4 (3g@4 spans units 4-7); 2g@4 as well.
   const int s = t.Add(t.empty_state(), t.PairOf(one, 6));
   ASSERT_GE(s, 0);
   EXPECT_LT(t.Add(s, t.PairOf(three, 4)), 0);
@@ -214,8 +213,8 @@ TEST(MdpTest, ValueIterationConvergesAndMatchesBruteForce) {
   ASSERT_TRUE(t.ok()) << t.status().ToString();
   ASSERT_EQ(t->num_states(), 10);
   const int S = t->num_states(), P = t->num_profiles();
-  for (const std::vector<double>& rates : {std::vector<double>{1.5, 0.8},
-                                           std::vector<double>{3.0, 0.3}}) {
+  for (const std::vector<double>& rates :
+       {std::vector<double>{1.5, 0.8}, std::vector<double>{3.0, 0.3}}) {
     for (bool slice : {false, true}) {
       const MdpResult r = SolveSingleGpuMdp(*t, rates, slice);
       EXPECT_TRUE(r.converged);
@@ -274,9 +273,9 @@ TEST(PolicyTest, EveryPolicyProducesOnlyLegalLayouts) {
     const char* mix;
     int gpus;
   };
-  for (const Case& c : {Case{"h100-80gb", false, "multi", 3}, Case{"h200-141gb", true,
-                                                                   "uniform-dm", 2},
-                        Case{"a100-40gb", false, "small-heavy", 1}}) {
+  for (const Case& c :
+       {Case{"h100-80gb", false, "multi", 3}, Case{"h200-141gb", true, "uniform-dm", 2},
+        Case{"a100-40gb", false, "small-heavy", 1}}) {
     GpuTable t = Table(c.model, c.dm);
     const std::vector<Request> reqs = Synthetic(t, c.mix, 1.1, c.gpus, 600, 13);
     RunContext ctx = Context(t, c.mix, c.gpus);
@@ -343,7 +342,7 @@ TEST(PolicyTest, Dra933PatternBlocksFirstFit) {
   RunContext ctx = Context(t, "uniform", gpus);
   std::unique_ptr<Allocator> b1 = MakeAllocator("B1", {}, true);
   const RunResult r = Simulate(*b1, ctx, *reqs);
-  EXPECT_EQ(r.class_accepted[t.FindProfile("3g")], 0);  // 1g left at 0, 1, 5 (DRA #933)
+  EXPECT_EQ(r.class_accepted[t.FindProfile("3g")], 0);  // 1g left at 0, 1, 5
   EXPECT_EQ(r.class_accepted[t.FindProfile("1g")], 7);
 }
 
@@ -371,99 +370,6 @@ TEST(PolicyTest, IdleInstancesAreReusedAndReclaimedWithoutEvictions) {
   for (int64_t x : r.class_accepted) instances += x;
   EXPECT_EQ(r.ops.creates + r.ops.reuses, instances);
 }
-
-// ---- trace ----
-
-constexpr char kCsv[] =
-    "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,"
-    "deletion_time,scheduled_time\n"
-    "openb-pod-0000,12000,16384,1,1000,,LS,Running,0,12537496,0\n"
-    "openb-pod-0001,6000,12288,1,460,,LS,Pending,100,400,\n"
-    "openb-pod-0002,6000,12288,0,0,,BE,Succeeded,50,60,50\n"
-    "openb-pod-0003,6000,12288,4,1000,,LS,Running,10,500,12\n"
-    "openb-pod-0004,6000,12288,1,143,,Burstable,Failed,20,80,21\n";
-
-TEST(TraceTest, ParsesPendingAndMultiGpuRows) {
-  std::istringstream in(kCsv);
-  StatusOr<std::vector<TracePod>> pods = ParseAlibabaCsv(in);
-  ASSERT_TRUE(pods.ok()) << pods.status().ToString();
-  ASSERT_EQ(pods->size(), 5u);
-  EXPECT_EQ((*pods)[1].phase, "Pending");
-  EXPECT_FALSE((*pods)[1].scheduled.has_value());
-  EXPECT_EQ((*pods)[3].num_gpu, 4);
-  EXPECT_EQ((*pods)[3].scheduled, 12);
-  EXPECT_EQ((*pods)[0].deletion, 12537496);
-
-  GpuTable t = Table("h100-80gb", false);
-  TraceSpec spec;
-  spec.gpus = 8;
-  spec.events = 4;
-  spec.lifetime_cap_quantile = 1.0;
-  TraceSummary sum;
-  StatusOr<std::vector<Request>> reqs = BuildTraceRequests(t, *pods, spec, &sum);
-  ASSERT_TRUE(reqs.ok()) << reqs.status().ToString();
-  EXPECT_EQ(sum.cpu_only, 1);
-  EXPECT_EQ(sum.single_gpu, 3);
-  EXPECT_EQ(sum.multi_gpu_used, 1);
-  EXPECT_EQ(sum.pending, 1);
-  // Four GPU pods, creation order 0, 10, 20, 100 from a seed-dependent start.
-  std::vector<int> sources;
-  for (const Request& r : *reqs) sources.push_back(r.source);
-  std::vector<int> sorted = sources;
-  std::sort(sorted.begin(), sorted.end());
-  EXPECT_EQ(sorted, (std::vector<int>{0, 1, 3, 4}));
-  for (const Request& r : *reqs) {
-    if (r.source == 3) {
-      EXPECT_EQ(r.profiles, std::vector<int>(4, t.FindProfile("7g")));  // 4-GPU gang
-      EXPECT_EQ(r.lifetime, 490);
-    }
-    if (r.source == 1) {
-      EXPECT_EQ(r.lifetime, 300);  // Pending: deletion - creation
-    }
-    if (r.source == 4) {
-      EXPECT_EQ(r.profiles, std::vector<int>{t.FindProfile("2g")});
-    }
-  }
-  for (size_t i = 1; i < reqs->size(); ++i) EXPECT_GT((*reqs)[i].arrival, (*reqs)[i - 1].arrival);
-
-  // Fewer GPUs than the gang: skipped.
-  spec.gpus = 2;
-  ASSERT_TRUE(BuildTraceRequests(t, *pods, spec, &sum).ok());
-  EXPECT_EQ(sum.multi_gpu_skipped, 1);
-}
-
-TEST(TraceTest, RejectsMalformedRows) {
-  std::istringstream bad_header("name,num_gpu\nx,1\n");
-  EXPECT_FALSE(ParseAlibabaCsv(bad_header).ok());
-  std::string text = kCsv;
-  text += "openb-pod-0005,1,1,one,100,,LS,Running,0,1,0\n";
-  std::istringstream bad_value(text);
-  StatusOr<std::vector<TracePod>> r = ParseAlibabaCsv(bad_value);
-  ASSERT_FALSE(r.ok());
-  EXPECT_THAT(r.status().message(), ::testing::HasSubstr("line 7"));
-}
-
-TEST(TraceTest, GpuMilliMappings) {
-  const TraceMapping cc = TraceMapping::kComputeCeil, me = TraceMapping::kMemoryEighths;
-  EXPECT_EQ(MapGpuMilli(0, cc), std::nullopt);
-  EXPECT_EQ(*MapGpuMilli(1, cc), "1g");
-  EXPECT_EQ(*MapGpuMilli(142, cc), "1g");   // 0.994 -> 1
-  EXPECT_EQ(*MapGpuMilli(143, cc), "2g");   // 1.001 -> 2
-  EXPECT_EQ(*MapGpuMilli(428, cc), "3g");   // 2.996
-  EXPECT_EQ(*MapGpuMilli(429, cc), "4g");   // 3.003
-  EXPECT_EQ(*MapGpuMilli(571, cc), "4g");   // 3.997
-  EXPECT_EQ(*MapGpuMilli(572, cc), "7g");   // 4.004 -> 5 -> 7g
-  EXPECT_EQ(*MapGpuMilli(1000, cc), "7g");
-  EXPECT_EQ(*MapGpuMilli(125, me), "1g");
-  EXPECT_EQ(*MapGpuMilli(126, me), "2g");
-  EXPECT_EQ(*MapGpuMilli(250, me), "2g");
-  EXPECT_EQ(*MapGpuMilli(251, me), "3g");
-  EXPECT_EQ(*MapGpuMilli(500, me), "3g");
-  EXPECT_EQ(*MapGpuMilli(501, me), "7g");
-  EXPECT_EQ(*MapGpuMilli(1500, me), "7g");
-}
-
-// ---- statistics ----
 
 TEST(StatsTest, PairedConfidenceInterval) {
   const MeanCi m = Summarise({1, 2, 3, 4});

@@ -41,7 +41,8 @@ class PlannerPolicy : public Policy {
       }
     }
     class_of_name_.clear();
-    for (int p = 0; p < table_->num_profiles(); ++p) class_of_name_[table_->profile(p).gi->name] = p;
+    for (int p = 0; p < table_->num_profiles(); ++p)
+      class_of_name_[table_->profile(p).gi->name] = p;
     input_ = {};
     input_.gpus.resize(ctx.gpus);
     for (int g = 0; g < ctx.gpus; ++g) {

@@ -6,7 +6,7 @@
 // keys "<gpu>:<pair>", last-used ticks) and the request, calls
 // planner::Planner::MakePlan, and turns the Plan (reuse / create / reclaim)
 // into simulator ops. The demand mix is a planner::DemandMix fed with every
-// requested instance, as the engine does (DESIGN.md §7).
+// requested instance, as the engine does.
 //
 // Same-GPU multi-instance requests: the planner plans across GPUs unless an
 // instance names a GPU, so the adapter asks once per GPU with every instance
@@ -29,8 +29,8 @@
 namespace migd::bench {
 
 struct PlannerPolicyOptions {
-  bool keep_idle = true;     // departure -> Idle (the product's behaviour); false: destroy
-  double half_life = 10.0;   // DemandMix half-life in mean lifetimes (0: no decay)
+  bool keep_idle = true;    // departure -> Idle (the product's behaviour); false: destroy
+  double half_life = 10.0;  // DemandMix half-life in mean lifetimes (0: no decay)
   // Time every MakePlan call this many times and keep the fastest (filters
   // preemption on a busy machine; the planner is pure, so repeats return the
   // same plan). 1 = time the single real call.

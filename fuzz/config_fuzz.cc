@@ -8,6 +8,9 @@
 #include <string_view>
 
 #include "daemon/config.h"
+#include "daemon/config_parse.h"
+#include "daemon/config_reload.h"
+#include "daemon/config_validate.h"
 #include "fuzz/fuzz_check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,0 +1,320 @@
+#include "daemon/config_schema.h"
+
+#include <chrono>
+
+#include "daemon/config_values.h"
+
+namespace migd::daemon {
+namespace {
+
+using std::chrono::hours;
+using std::chrono::minutes;
+using std::chrono::seconds;
+
+// spdlog's level names (spdlog::level::from_str).
+constexpr std::string_view kLogLevels[] = {"trace", "debug",    "info", "warn",
+                                           "error", "critical", "off"};
+// engine/owner_source.h.
+constexpr std::string_view kOwnerSources[] = {"records", "podresources", "hami"};
+
+// The schema. To add a key: a field in config.h, a row here (in file order,
+// under its section), then `make config-doc` (docs/config.md, "Adding a key").
+constexpr KeySpec kSchema[] = {
+    {.path = "stateDir",
+     .type = KeyType::kString,
+     .default_value = "/var/lib/migd",
+     .field = [](Config& c) -> FieldRef { return &c.state_dir; },
+     .check = CheckAbsolutePath,
+     .type_doc = "absolute path",
+     .doc = "Ownership records (one file per instance) and migd's lock. Created with mode 0700. "
+            "migd refuses to start (exit 5) if it is writable by group or others, is not a "
+            "directory, or another migd holds its lock."},
+    {.path = "api"},
+    {.path = "api.socket",
+     .type = KeyType::kString,
+     .default_value = "/run/migd/api.socket",
+     .field = [](Config& c) -> FieldRef { return &c.api.socket; },
+     .check = CheckSocketPath,
+     .type_doc = "absolute path, < 108 bytes",
+     .doc = "The gRPC API (`migd.v1.MigManager`) unix socket. If another live migd serves "
+            "there, migd exits 4; a stale socket file is removed."},
+    {.path = "api.socketMode",
+     .type = KeyType::kFileMode,
+     .default_value = "0600",
+     .field = [](Config& c) -> FieldRef { return &c.api.socket_mode; },
+     .check_mode = CheckSocketMode,
+     .doc = "Mode of the socket. Owner read+write required; group read/write allowed "
+            "(`\"0660\"`); nothing for others."},
+    {.path = "api.socketGroup",
+     .type = KeyType::kString,
+     .field = [](Config& c) -> FieldRef { return &c.api.socket_group; },
+     .check = CheckGroupName,
+     .type_doc = "group name or gid",
+     .default_note = "(migd's group)",
+     .doc = "Group of the socket, for `\"0660\"`: members of this group may use migctl."},
+    {.path = "metrics"},
+    {.path = "metrics.listen",
+     .type = KeyType::kString,
+     .default_value = "127.0.0.1:9400",
+     .field = [](Config& c) -> FieldRef { return &c.metrics.listen; },
+     .check = ValidateListenAddress,
+     .type_doc = "`host:port` or `\"\"`",
+     .doc = "Prometheus `/metrics` (docs/metrics.md). `\"\"` disables the endpoint. "
+            "`0.0.0.0:9400` listens on every interface; port 0 picks a free port (tests; the "
+            "`migd ready` line shows it)."},
+    {.path = "nvml"},
+    {.path = "nvml.library",
+     .type = KeyType::kString,
+     .default_value = "libnvidia-ml.so.1",
+     .field = [](Config& c) -> FieldRef { return &c.nvml.library; },
+     .check = CheckNotEmptyLibrary,
+     .type_doc = "path or soname",
+     .doc = "The NVML library. migd never falls back to the simulator: if this cannot be "
+            "loaded, migd exits 2."},
+    {.path = "cdi"},
+    {.path = "cdi.enabled",
+     .type = KeyType::kBool,
+     .default_value = "true",
+     .field = [](Config& c) -> FieldRef { return &c.cdi.enabled; },
+     .doc = "Write one CDI spec per MIG instance. `false`: only the legacy form "
+            "(`NVIDIA_VISIBLE_DEVICES`, device nodes) is returned."},
+    {.path = "cdi.specDir",
+     .type = KeyType::kString,
+     .default_value = "/var/run/cdi",
+     .field = [](Config& c) -> FieldRef { return &c.cdi.spec_dir; },
+     .check = CheckAbsolutePath,
+     .type_doc = "absolute path",
+     .doc = "Where the specs are written (created 0755 if missing)."},
+    {.path = "cdi.vendor",
+     .type = KeyType::kString,
+     .default_value = "hami.io",
+     .field = [](Config& c) -> FieldRef { return &c.cdi.vendor; },
+     .check = CheckCdiVendor,
+     .type_doc = "CDI vendor",
+     .doc = "The CDI kind is `<vendor>/<class>`, e.g. `hami.io/mig=MIG-…`."},
+    {.path = "cdi.class",
+     .type = KeyType::kString,
+     .default_value = "mig",
+     .field = [](Config& c) -> FieldRef { return &c.cdi.device_class; },
+     .check = CheckCdiClass,
+     .type_doc = "CDI class",
+     .doc = "See `cdi.vendor`."},
+    {.path = "cdi.commonEditsFrom",
+     .type = KeyType::kString,
+     .field = [](Config& c) -> FieldRef { return &c.cdi.common_edits_from; },
+     .check = CheckAbsolutePathOrEmpty,
+     .type_doc = "absolute path or `\"\"`",
+     .doc = "A CDI spec (e.g. from `nvidia-ctk cdi generate`) whose container edits (driver "
+            "libraries, hooks) are added to every spec."},
+    {.path = "cdi.procRoot",
+     .type = KeyType::kString,
+     .default_value = "/proc",
+     .field = [](Config& c) -> FieldRef { return &c.cdi.proc_root; },
+     .check = CheckAbsolutePath,
+     .type_doc = "absolute path",
+     .doc = "Where the MIG capability minors are read (`driver/nvidia-caps/…`). In a "
+            "container: the host's `/proc` mount. With `--simulate`: the simulator's fake "
+            "tree."},
+    {.path = "cdi.devRoot",
+     .type = KeyType::kString,
+     .default_value = "/dev",
+     .field = [](Config& c) -> FieldRef { return &c.cdi.dev_root; },
+     .check = CheckAbsolutePath,
+     .type_doc = "absolute path",
+     .doc = "Where device nodes are stat'ed."},
+    {.path = "lifecycle"},
+    {.path = "lifecycle.idleTTL",
+     .type = KeyType::kDuration,
+     .default_value = "0",
+     .reload = Reload::kOnSighup,
+     .field = [](Config& c) -> FieldRef { return &c.lifecycle.idle_ttl; },
+     .range = {.min = seconds(1), .max = hours(24 * 30), .zero_ok = true},
+     .default_note = "(off)",
+     .doc = "Idle instances unused for longer are destroyed by the reconciler."},
+    {.path = "lifecycle.maxIdlePerGPU",
+     .type = KeyType::kCount,
+     .reload = Reload::kOnSighup,
+     .field = [](Config& c) -> FieldRef { return &c.lifecycle.max_idle_per_gpu; },
+     .max_count = 64,
+     .default_note = "(no cap)",
+     .doc = "At most this many Idle instances per GPU; the least recently used go first."},
+    {.path = "lifecycle.warmPool",
+     .type = KeyType::kProfileCounts,
+     .default_value = "{}",
+     .reload = Reload::kOnSighup,
+     .field = [](Config& c) -> FieldRef { return &c.lifecycle.warm_pool; },
+     .max_count = 64,
+     .doc = "Idle instances to keep ready, e.g. `{\"1g.10gb\": 2}`; created only in free "
+            "space, never by reclaiming."},
+    {.path = "lifecycle.reconcileInterval",
+     .type = KeyType::kDuration,
+     .default_value = "30s",
+     .field = [](Config& c) -> FieldRef { return &c.lifecycle.reconcile_interval; },
+     .range = {.min = seconds(1), .max = hours(24)},
+     .doc = "Period of the reconciler (Error retries, TTL, cap, warm pool, drift)."},
+    {.path = "lifecycle.demandHalfLife",
+     .type = KeyType::kDuration,
+     .default_value = "1h",
+     .field = [](Config& c) -> FieldRef { return &c.lifecycle.demand_half_life; },
+     .range = {.min = minutes(1), .max = hours(24 * 30), .zero_ok = true},
+     .doc = "Half-life of the learned demand mix the planner uses; `0`: no decay."},
+    {.path = "adoptExistingMIGInstances",
+     .type = KeyType::kBool,
+     .default_value = "false",
+     .field = [](Config& c) -> FieldRef { return &c.adopt_existing_mig_instances; },
+     .doc = "At start, claim MIG instances migd did not create (complete GI/CI pairs) as Idle, "
+            "and destroy CI-less GIs on GPUs with no live allocation. Off: they are kept as "
+            "*foreign* and never touched."},
+    {.path = "migProfileAllowlist",
+     .type = KeyType::kProfileList,
+     .default_value = "[]",
+     .reload = Reload::kOnSighup,
+     .field = [](Config& c) -> FieldRef { return &c.mig_profile_allowlist; },
+     .default_note = "(all)",
+     .doc = "Profiles Allocate may hand out. A request for another profile fails with "
+            "`PERMISSION_DENIED` naming the profile and the list. Existing instances are "
+            "untouched."},
+    {.path = "log"},
+    {.path = "log.level",
+     .type = KeyType::kString,
+     .default_value = "info",
+     .reload = Reload::kOnSighup,
+     .field = [](Config& c) -> FieldRef { return &c.log.level; },
+     .choices = kLogLevels,
+     .choice_noun = "a log level",
+     .doc = "Log level (stderr)."},
+    {.path = "kubernetes"},
+    {.path = "kubernetes.enabled",
+     .type = KeyType::kBool,
+     .default_value = "false",
+     .field = [](Config& c) -> FieldRef { return &c.kubernetes.enabled; },
+     .doc = "Serve the kubelet device plugin (`<kubeletDir>/device-plugins/migd-mig.sock`, "
+            "registered with kubelet before recovery) in HAMi protocol mode, publish "
+            "`hami.io/node-nvidia-register` on this node and release the instances of ended "
+            "pods (docs/kubernetes.md). Needs `kubernetes.nodeName` and API-server access."},
+    {.path = "kubernetes.nodeName",
+     .type = KeyType::kString,
+     .field = [](Config& c) -> FieldRef { return &c.kubernetes.node_name; },
+     .check = CheckNodeNameIfSet,
+     .type_doc = "Kubernetes node name",
+     .default_note = "(`$NODE_NAME`)",
+     .doc = "This node's name (the pods of `spec.nodeName` = it are the ones migd serves). "
+            "Empty in the file: the `NODE_NAME` environment variable (downward API "
+            "`spec.nodeName`). Required by `kubernetes.enabled` and `recovery.ownerSource: "
+            "hami`."},
+    {.path = "kubernetes.kubeletDir",
+     .type = KeyType::kString,
+     .default_value = "/var/lib/kubelet",
+     .field = [](Config& c) -> FieldRef { return &c.kubernetes.kubelet_dir; },
+     .check = CheckKubeletDir,
+     .type_doc = "absolute path",
+     .doc = "kubelet's directory: `device-plugins/` and `pod-resources/` below it. Mount these "
+            "**directories** (not the socket files) into the migd pod: kubelet recreates its "
+            "sockets when it restarts."},
+    {.path = "kubernetes.resourceName",
+     .type = KeyType::kString,
+     .default_value = "nvidia.com/gpu",
+     .field = [](Config& c) -> FieldRef { return &c.kubernetes.resource_name; },
+     .check = CheckResourceName,
+     .type_doc = "`<domain>/<name>`",
+     .doc = "The extended resource advertised to kubelet and joined in `podresources` "
+            "recovery. HAMi's scheduler counts `nvidia.com/gpu` (its `resourceCountName`). Not "
+            "in `kubernetes.io`."},
+    {.path = "kubernetes.apiServer"},
+    {.path = "kubernetes.apiServer.inCluster",
+     .type = KeyType::kBool,
+     .default_value = "true",
+     .field = [](Config& c) -> FieldRef { return &c.kubernetes.api_server.in_cluster; },
+     .doc = "Reach the API server with the pod's service account "
+            "(`KUBERNETES_SERVICE_HOST/PORT`, token and CA under "
+            "`/var/run/secrets/kubernetes.io/serviceaccount`)."},
+    {.path = "kubernetes.apiServer.kubeconfig",
+     .type = KeyType::kString,
+     .field = [](Config& c) -> FieldRef { return &c.kubernetes.api_server.kubeconfig; },
+     .check = CheckAbsolutePathOrEmpty,
+     .type_doc = "absolute path or `\"\"`",
+     .doc = "A kubeconfig file (its current context) instead; only with `inCluster: false`."},
+    {.path = "kubernetes.hami",
+     .type = KeyType::kBool,
+     .default_value = "true",
+     .field = [](Config& c) -> FieldRef { return &c.kubernetes.hami; },
+     .doc = "HAMi protocol mode (placeholder replicas, reservations in pod annotations). "
+            "`false` is refused: it is the only mode so far."},
+    {.path = "recovery"},
+    {.path = "recovery.ownerSource",
+     .type = KeyType::kString,
+     .default_value = "records",
+     .field = [](Config& c) -> FieldRef { return &c.recovery.owner_source; },
+     .choices = kOwnerSources,
+     .choice_noun = "an owner source",
+     .doc = "Where startup learns which instances are in use. `records`: migd's own Active "
+            "records. `podresources`: kubelet's PodResources `List` joined with the records by "
+            "pod namespace/name/container (docs/kubernetes.md, \"Restart recovery\"). `hami`: "
+            "the `hami.io/vgpu-mig-allocations` annotations of this node's live pods (API "
+            "server; needs `kubernetes.nodeName`). If the source cannot be reached or disagrees "
+            "with the records, migd exits 3 without touching the GPUs."},
+};
+
+// Reads a field of a const Config through the one accessor each row has.
+FieldRef ConstFieldOf(const KeySpec& key, const Config& config) {
+  return FieldOf(key, const_cast<Config&>(config));  // only read by the callers below
+}
+
+}  // namespace
+
+std::span<const KeySpec> ConfigSchema() { return kSchema; }
+
+const KeySpec* FindKey(std::string_view path) {
+  for (const KeySpec& key : kSchema) {
+    if (key.path == path) return &key;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> ChildrenOf(std::string_view path) {
+  std::vector<std::string> out;
+  for (const KeySpec& key : kSchema) {
+    std::string_view rest = key.path;
+    if (!path.empty()) {
+      if (!rest.starts_with(path) || rest.size() <= path.size() || rest[path.size()] != '.') {
+        continue;
+      }
+      rest.remove_prefix(path.size() + 1);
+    }
+    if (rest.find('.') == std::string_view::npos) out.emplace_back(rest);
+  }
+  return out;
+}
+
+const std::vector<std::string>& KnownKeys() {
+  static const std::vector<std::string>* const kKeys = [] {
+    auto* keys = new std::vector<std::string>;
+    for (const KeySpec& key : kSchema) keys->emplace_back(key.path);
+    return keys;
+  }();
+  return *kKeys;
+}
+
+FieldRef FieldOf(const KeySpec& key, Config& config) { return key.field(config); }
+
+bool SameValue(const KeySpec& key, const Config& a, const Config& b) {
+  const FieldRef fb = ConstFieldOf(key, b);
+  return std::visit(
+      [&fb](auto* va) {
+        using Ptr = decltype(va);
+        return *va == *std::get<Ptr>(fb);
+      },
+      ConstFieldOf(key, a));
+}
+
+void CopyValue(const KeySpec& key, const Config& from, Config* to) {
+  const FieldRef source = ConstFieldOf(key, from);
+  std::visit(
+      [&source](auto* target) {
+        using Ptr = decltype(target);
+        *target = *std::get<Ptr>(source);
+      },
+      FieldOf(key, *to));
+}
+
+}  // namespace migd::daemon

@@ -1,0 +1,253 @@
+#include "daemon/config_values.h"
+
+#include <absl/strings/ascii.h>
+#include <sys/un.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+
+#include "cdi/names.h"
+
+namespace migd::daemon {
+namespace {
+
+// The longest path a unix socket address holds (sun_path, NUL included).
+constexpr size_t kSunPathSize = sizeof(sockaddr_un{}.sun_path);
+
+size_t EditDistance(std::string_view a, std::string_view b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t sub = prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, sub});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+// An extended resource name as kubelet's device plugin Register accepts it
+// (k8s.io/kubernetes pkg/apis/core/v1/helper IsExtendedResourceName):
+// "<domain>/<name>", domain a DNS subdomain outside kubernetes.io, name a
+// qualified-name part (apimachinery IsQualifiedName: <= 63 characters).
+bool IsExtendedResourceName(std::string_view s, std::string* why) {
+  const size_t slash = s.find('/');
+  if (slash == std::string_view::npos || s.find('/', slash + 1) != std::string_view::npos) {
+    *why = "is not of the form <domain>/<name>";
+    return false;
+  }
+  const std::string_view domain = s.substr(0, slash), name = s.substr(slash + 1);
+  if (!IsDnsSubdomain(domain)) {
+    *why = "has a domain that is not a DNS name";
+    return false;
+  }
+  if (domain == "kubernetes.io" || domain.ends_with(".kubernetes.io")) {
+    *why = "is in the kubernetes.io namespace, which kubelet reserves";
+    return false;
+  }
+  auto alnum = [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) != 0; };
+  if (name.empty() || name.size() > 63 || !alnum(name.front()) || !alnum(name.back()) ||
+      !std::all_of(name.begin(), name.end(),
+                   [&](char ch) { return alnum(ch) || ch == '-' || ch == '_' || ch == '.'; })) {
+    *why = "has a name part that is not 1..63 letters, digits, '-', '_' or '.'";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+StatusOr<Duration> ParseDuration(std::string_view text) {
+  if (text == "0") return Duration(0);
+  if (text.empty()) return InvalidArgumentError("empty duration");
+  Duration total(0);
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t j = i;
+    while (j < text.size() && std::isdigit(static_cast<unsigned char>(text[j]))) ++j;
+    if (j == i || j - i > 9) return InvalidArgumentError("bad duration");
+    const int64_t n = std::stoll(std::string(text.substr(i, j - i)));
+    size_t k = j;
+    while (k < text.size() && std::isalpha(static_cast<unsigned char>(text[k]))) ++k;
+    const std::string_view unit = text.substr(j, k - j);
+    if (unit == "ms") {
+      total += Duration(n);
+    } else if (unit == "s") {
+      total += std::chrono::seconds(n);
+    } else if (unit == "m") {
+      total += std::chrono::minutes(n);
+    } else if (unit == "h") {
+      total += std::chrono::hours(n);
+    } else if (unit == "d") {
+      total += std::chrono::hours(24 * n);
+    } else {
+      return InvalidArgumentError("bad duration unit");
+    }
+    i = k;
+  }
+  return total;
+}
+
+std::string FormatDuration(Duration d) {
+  int64_t ms = d.count();
+  if (ms == 0) return "0";
+  std::string out;
+  const std::pair<int64_t, const char*> units[] = {
+      {86400000, "d"}, {3600000, "h"}, {60000, "m"}, {1000, "s"}, {1, "ms"}};
+  for (const auto& [size, name] : units) {
+    if (ms >= size) {
+      out += std::to_string(ms / size) + name;
+      ms %= size;
+    }
+  }
+  return out;
+}
+
+Status ValidateListenAddress(std::string_view listen) {
+  if (listen.empty()) return OkStatus();
+  const std::string hint =
+      " (use host:port, e.g. 127.0.0.1:9400, [::1]:9400 or 0.0.0.0:9400 for every "
+      "interface; \"\" disables metrics)";
+  const Status not_an_address =
+      InvalidArgumentError(Quote(listen) + " is not a listen address" + hint);
+  std::string_view host, port;
+  if (listen.front() == '[') {
+    const size_t close = listen.find(']');
+    if (close == std::string_view::npos || close + 1 >= listen.size() || listen[close + 1] != ':') {
+      return not_an_address;
+    }
+    host = listen.substr(1, close - 1);
+    port = listen.substr(close + 2);
+    if (host.empty() || host.find_first_not_of("0123456789abcdefABCDEF:.") != host.npos) {
+      return not_an_address;
+    }
+  } else {
+    const size_t colon = listen.rfind(':');
+    if (colon == std::string_view::npos) {
+      return InvalidArgumentError(Quote(listen) + " has no port" + hint);
+    }
+    host = listen.substr(0, colon);
+    port = listen.substr(colon + 1);
+    if (host.empty() || host.find(':') != host.npos ||
+        host.find_first_not_of(
+            "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-") != host.npos) {
+      return not_an_address;
+    }
+  }
+  if (port.empty() || port.size() > 5 ||
+      port.find_first_not_of("0123456789") != std::string_view::npos) {
+    return InvalidArgumentError(Quote(listen) + " has no valid port" + hint);
+  }
+  const int p = std::stoi(std::string(port));
+  if (p > 65535) {
+    return InvalidArgumentError(Quote(listen) + ": port " + std::to_string(p) +
+                                " is out of range (0..65535; 0 picks a free port)");
+  }
+  return OkStatus();
+}
+
+std::string Quote(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::optional<std::string> Nearest(std::string_view word,
+                                   const std::vector<std::string>& candidates) {
+  const std::string w = absl::AsciiStrToLower(std::string(word));
+  std::optional<std::string> best;
+  size_t best_d = 0;
+  for (const std::string& c : candidates) {
+    const size_t d = EditDistance(w, absl::AsciiStrToLower(c));
+    if (!best || d < best_d) {
+      best = c;
+      best_d = d;
+    }
+  }
+  const size_t limit = std::max<size_t>(2, w.size() / 3);
+  if (best && best_d <= limit) return best;
+  return std::nullopt;
+}
+
+Status CheckAbsolutePath(std::string_view value) {
+  if (!value.empty() && value.front() == '/') return OkStatus();
+  return InvalidArgumentError(Quote(value) + " must be an absolute path");
+}
+
+Status CheckAbsolutePathOrEmpty(std::string_view value) {
+  return value.empty() ? OkStatus() : CheckAbsolutePath(value);
+}
+
+Status CheckSocketPath(std::string_view value) {
+  if (Status s = CheckAbsolutePath(value); !s.ok()) return s;
+  if (value.size() < kSunPathSize) return OkStatus();
+  return InvalidArgumentError(Quote(value) + " is longer than a unix socket path may be (" +
+                              std::to_string(kSunPathSize - 1) + " bytes)");
+}
+
+Status CheckNotEmptyLibrary(std::string_view value) {
+  if (!value.empty()) return OkStatus();
+  return InvalidArgumentError("must name the NVML library (e.g. libnvidia-ml.so.1)");
+}
+
+Status CheckGroupName(std::string_view value) {
+  if (value.find_first_of(" \t:/") == std::string_view::npos) return OkStatus();
+  return InvalidArgumentError(Quote(value) + " is not a group name or id");
+}
+
+Status CheckCdiVendor(std::string_view value) { return cdi::ValidateVendor(value); }
+
+Status CheckCdiClass(std::string_view value) { return cdi::ValidateClass(value); }
+
+Status CheckKubeletDir(std::string_view value) {
+  if (Status s = CheckAbsolutePath(value); !s.ok()) return s;
+  // <kubeletDir>/pod-resources/kubelet.sock and device-plugins/kubelet.sock
+  // must fit in sun_path.
+  constexpr std::string_view kLongestSocket = "/device-plugins/kubelet.sock";
+  if (value.size() + kLongestSocket.size() < kSunPathSize) return OkStatus();
+  return InvalidArgumentError(Quote(value) +
+                              " is too long: kubelet's sockets below it would not fit in a unix "
+                              "socket path");
+}
+
+Status CheckResourceName(std::string_view value) {
+  if (std::string why; !IsExtendedResourceName(value, &why)) {
+    return InvalidArgumentError(Quote(value) + " " + why + " (use e.g. nvidia.com/gpu)");
+  }
+  return OkStatus();
+}
+
+Status CheckNodeNameIfSet(std::string_view value) {
+  if (value.empty() || IsDnsSubdomain(value)) return OkStatus();
+  return InvalidArgumentError(Quote(value) + " is not a Kubernetes node name");
+}
+
+Status CheckSocketMode(uint32_t mode) {
+  const std::string hint = " (use \"0600\", or \"0660\" with api.socketGroup)";
+  char text[8];
+  std::snprintf(text, sizeof(text), "%04o", mode);
+  if ((mode & ~0660u) != 0) {
+    return InvalidArgumentError(Quote(text) +
+                                " gives other users or execute rights to the API socket" + hint);
+  }
+  if ((mode & 0600u) != 0600u) {
+    return InvalidArgumentError(Quote(text) + " must give the owner read and write access" + hint);
+  }
+  return OkStatus();
+}
+
+bool IsDnsSubdomain(std::string_view s) {
+  if (s.empty() || s.size() > 253) return false;
+  auto alnum = [](char ch) { return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9'); };
+  if (!alnum(s.front()) || !alnum(s.back())) return false;
+  return std::all_of(s.begin(), s.end(),
+                     [&](char ch) { return alnum(ch) || ch == '-' || ch == '.'; });
+}
+
+}  // namespace migd::daemon

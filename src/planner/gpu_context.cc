@@ -2,6 +2,8 @@
 
 #include <bit>
 
+#include "planner/value_policy.h"
+
 namespace migd::planner::internal_planner {
 namespace {
 
@@ -130,7 +132,7 @@ void Apply(const Gpu& g, Overlay& ov, const Action& a) {
     ov.reused_mask |= g.occ[a.occ].mask;
     return;
   }
-  ov.creates[ov.n_creates++] = Create{a.profile, a.mask};
+  ov.creates[ov.n_creates++] = Create{a.profile, a.mask, a.slot};
   ov.create_mask |= a.mask;
 }
 
@@ -160,7 +162,16 @@ PlanScore CostOf(const Gpu& g, const Overlay& ov, uint32_t* pinned_placeable) {
   const ViewScores actual = Scores(*g.table, *g.weights, ActualView(g, ov));
   s.loss = g.s_all_weighted - actual.weighted;
   s.uniform_loss = g.s_all_uniform - actual.uniform;
-
+  s.fill = -g.fill * static_cast<int64_t>(ov.hosted);
+  s.opened_gpus = g.hard_mask == 0 && ov.hosted > 0 ? 1 : 0;
+  if (g.values != nullptr) s.value_loss = ValueLoss(g, ov);
+  if (g.value_leads) {
+    // The values order the candidates; the cost order's leading terms are
+    // not computed (pin_loss, opened_gpus and the node term stay 0).
+    s.opened_gpus = 0;
+    if (pinned_placeable != nullptr) *pinned_placeable = 0;
+    return s;
+  }
   // Without Idle instances the pinned view is the actual view.
   uint32_t pl = actual.placeable;
   if (g.idle_bits == 0) {
@@ -169,8 +180,6 @@ PlanScore CostOf(const Gpu& g, const Overlay& ov, uint32_t* pinned_placeable) {
     s.pin_loss = g.s_hard_weighted - Score(*g.table, g.weights->weighted, PinnedView(g, ov), &pl);
   }
   if (pinned_placeable != nullptr) *pinned_placeable = pl;
-  s.fill = -g.fill * static_cast<int64_t>(ov.hosted);
-  s.opened_gpus = g.hard_mask == 0 && ov.hosted > 0 ? 1 : 0;
   return s;
 }
 

@@ -22,6 +22,7 @@
 #include "mig/placement.h"
 #include "planner/planner.h"
 #include "planner/scoring.h"
+#include "planner/value_table.h"
 
 namespace migd::planner::internal_planner {
 
@@ -51,6 +52,13 @@ struct Gpu {
   int64_t s_all_uniform = 0;
   int64_t s_hard_weighted = 0;
   uint32_t hard_placeable = 0;  // profiles placeable with every Idle instance free
+  // The value policy (value_policy.h); null when this call uses the cost order.
+  const ValueTable* values = nullptr;
+  int value_state = -1;  // the pinned view's state
+  // The values lead the cost (one GPU, or ValueOptions::multi_gpu is
+  // kSeparable); else they break the ties of the cost order.
+  bool value_leads = false;
+  std::vector<int16_t> occ_slots;  // per occ: its slot in `values`, or -1
 
   const mig::PlacementRules& rules() const { return table->rules; }
 };
@@ -58,6 +66,7 @@ struct Gpu {
 struct Create {
   uint16_t profile = 0;
   uint32_t mask = 0;
+  int16_t slot = -1;  // value table slot (value policy only)
 };
 
 // What a (partial) plan does on one GPU.
@@ -78,6 +87,7 @@ struct Action {
   uint8_t occ = 0;  // reuse: index into Gpu::occ
   mig::Placement placement;
   uint32_t mask = 0;
+  int16_t slot = -1;  // value table slot of the placed GI (value policy only)
 };
 
 // The GPU after `ov`: every occupant not reclaimed, plus the creates.
@@ -100,7 +110,8 @@ void Undo(const Gpu& g, Overlay& ov, const Action& a);
 bool SettleReclaims(const Gpu& g, Overlay& ov, bool allow_extras);
 
 // The cost of everything `ov` does on `g`, relative to the input state,
-// without the node term (node_loss = 0; it depends on every GPU).
+// without the node term (node_loss = 0; it depends on every GPU). Under the
+// value policy (g.values set) value_loss leads and pin_loss is not computed.
 // *pinned_placeable (if given) receives the profiles still placeable on `g`
 // in the pinned view after `ov`.
 PlanScore CostOf(const Gpu& g, const Overlay& ov, uint32_t* pinned_placeable = nullptr);

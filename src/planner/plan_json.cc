@@ -162,8 +162,10 @@ StatusOr<ReclaimedInstance> ReclaimFromJson(const JsonReader& r) {
 struct ScoreField {
   const char* name;
   int64_t PlanScore::*member;
+  bool optional = false;  // absent from documents written before the value policy
 };
 constexpr ScoreField kScoreFields[] = {
+    {"valueLoss", &PlanScore::value_loss, true},
     {"nodeLoss", &PlanScore::node_loss},
     {"openedGpus", &PlanScore::opened_gpus},
     {"pinLoss", &PlanScore::pin_loss},
@@ -184,6 +186,7 @@ constexpr StatsField kStatsFields[] = {
     {"candidatesExamined", &PlanStats::candidates_examined},
     {"exhaustiveOptions", &PlanStats::exhaustive_options},
     {"exhaustiveStates", &PlanStats::exhaustive_states},
+    {"valueVersion", &PlanStats::value_version},
 };
 
 constexpr Stage kStages[] = {Stage::kReuse, Stage::kFree, Stage::kReclaim};
@@ -212,7 +215,11 @@ StatusOr<InstancePlan> InstancePlanFromJson(const JsonReader& r) {
 StatusOr<PlanScore> ScoreFromJson(const JsonReader& r) {
   PlanScore score;
   for (const ScoreField& f : kScoreFields) {
-    MIGD_ASSIGN_OR_RETURN(score.*f.member, r.Int(f.name));
+    if (f.optional) {
+      MIGD_ASSIGN_OR_RETURN(score.*f.member, r.OptionalInt(f.name, 0));
+    } else {
+      MIGD_ASSIGN_OR_RETURN(score.*f.member, r.Int(f.name));
+    }
   }
   for (auto it = r.value().begin(); it != r.value().end(); ++it) {
     bool known = false;
@@ -223,13 +230,15 @@ StatusOr<PlanScore> ScoreFromJson(const JsonReader& r) {
 }
 
 StatusOr<PlanStats> StatsFromJson(const JsonReader& r) {
-  MIGD_RETURN_IF_ERROR(r.NoUnknownKeys(
-      {"candidatesExamined", "exhaustiveOptions", "exhaustiveStates", "greedyFailed"}));
+  MIGD_RETURN_IF_ERROR(
+      r.NoUnknownKeys({"candidatesExamined", "exhaustiveOptions", "exhaustiveStates",
+                       "valueVersion", "greedyFailed", "valuePolicy"}));
   PlanStats stats;
   for (const StatsField& f : kStatsFields) {
     MIGD_ASSIGN_OR_RETURN(stats.*f.member, r.OptionalUint(f.name, 0));
   }
   MIGD_ASSIGN_OR_RETURN(stats.greedy_failed, r.OptionalBool("greedyFailed", false));
+  MIGD_ASSIGN_OR_RETURN(stats.value_policy, r.OptionalBool("valuePolicy", false));
   return stats;
 }
 
@@ -396,6 +405,7 @@ nlohmann::json PlanToJsonValue(const Plan& plan) {
   Json stats = Json::object();
   for (const StatsField& f : kStatsFields) stats[f.name] = plan.stats.*f.member;
   stats["greedyFailed"] = plan.stats.greedy_failed;
+  stats["valuePolicy"] = plan.stats.value_policy;
   doc["stats"] = std::move(stats);
   return doc;
 }

@@ -5,6 +5,8 @@
 
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "planner/planner_test_util.h"
 #include "testing/status_matchers.h"
 
@@ -78,6 +80,30 @@ TEST(PlanJsonTest, PlanRoundTripsAndIsStable) {
 
 // One error style (base/json_reader.h): "<source>: <JSON pointer>: expected
 // <X>, got <Y>".
+// The value policy's fields: written, read back, and optional for plan
+// documents written before them.
+TEST(PlanJsonTest, ValueFieldsRoundTripAndAreOptional) {
+  MIGD_ASSERT_OK_AND_ASSIGN(PlanInput in, PlanInputFromJson(kLayout, mig::Catalog::Default()));
+  MIGD_ASSERT_OK_AND_ASSIGN(Plan plan, MakePlan(in));
+  plan.score.value_loss = 12345;
+  plan.stats.value_policy = true;
+  plan.stats.value_version = 7;
+  const std::string text = PlanToJson(plan);
+  EXPECT_THAT(text, HasSubstr(R"("valueLoss": 12345)"));
+  EXPECT_THAT(text, HasSubstr(R"("valuePolicy": true)"));
+  EXPECT_THAT(text, HasSubstr(R"("valueVersion": 7)"));
+  MIGD_ASSERT_OK_AND_ASSIGN(Plan back, PlanFromJson(text));
+  EXPECT_EQ(back, plan);
+  nlohmann::json old = nlohmann::json::parse(text);
+  old["score"].erase("valueLoss");
+  old["stats"].erase("valuePolicy");
+  old["stats"].erase("valueVersion");
+  MIGD_ASSERT_OK_AND_ASSIGN(Plan before, PlanFromJson(old.dump()));
+  EXPECT_EQ(before.score.value_loss, 0);
+  EXPECT_FALSE(before.stats.value_policy);
+  EXPECT_EQ(before.stats.value_version, 0u);
+}
+
 TEST(PlanJsonTest, ErrorsNameTheMember) {
   const mig::Catalog& cat = mig::Catalog::Default();
   auto input_error = [&cat](std::string_view text) {

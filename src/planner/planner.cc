@@ -5,8 +5,11 @@
 
 #include "base/status_macros.h"
 #include "planner/plan_input.h"
+#include "planner/rank.h"
 #include "planner/scoring.h"
 #include "planner/search.h"
+#include "planner/value_policy.h"
+#include "planner/value_service.h"
 
 namespace migd::planner {
 
@@ -70,6 +73,7 @@ StatusOr<Search> ParseSearch(std::string_view name) {
 }
 
 PlanScore& PlanScore::operator+=(const PlanScore& o) {
+  value_loss += o.value_loss;
   node_loss += o.node_loss;
   opened_gpus += o.opened_gpus;
   destroyed_slices += o.destroyed_slices;
@@ -84,6 +88,7 @@ PlanScore& PlanScore::operator+=(const PlanScore& o) {
 }
 
 PlanScore& PlanScore::operator-=(const PlanScore& o) {
+  value_loss -= o.value_loss;
   node_loss -= o.node_loss;
   opened_gpus -= o.opened_gpus;
   destroyed_slices -= o.destroyed_slices;
@@ -112,6 +117,7 @@ std::vector<ReclaimedInstance> Plan::AllReclaims() const {
 // Planner.
 
 Planner::Planner() = default;
+Planner::Planner(PlannerOptions options) : options_(std::move(options)) {}
 Planner::~Planner() = default;
 
 void Planner::ClearCache() { tables_.clear(); }
@@ -133,9 +139,18 @@ StatusOr<const Table*> Planner::TableFor(const mig::GpuModel& model) {
   return pos->second.get();
 }
 
+StatusOr<internal_planner::Canonical> Planner::Prepare(
+    const PlanInput& input, std::vector<std::shared_ptr<const ValueTable>>& keep) {
+  StatusOr<internal_planner::Canonical> canon =
+      internal_planner::Canonicalise(input, [this](const mig::GpuModel& m) { return TableFor(m); });
+  if (!canon.ok()) return canon;
+  if (options_.values != nullptr) internal_planner::AttachValues(*options_.values, *canon, keep);
+  return canon;
+}
+
 StatusOr<Plan> Planner::MakePlan(const PlanInput& input) {
-  StatusOr<internal_planner::Canonical> canon = internal_planner::Canonicalise(
-      input, [this](const mig::GpuModel& m) { return TableFor(m); });
+  std::vector<std::shared_ptr<const ValueTable>> keep;  // the values of this call
+  StatusOr<internal_planner::Canonical> canon = Prepare(input, keep);
   if (!canon.ok()) {
     ++counters_.invalid;
     return canon.status();
@@ -151,11 +166,69 @@ StatusOr<Plan> Planner::MakePlan(const PlanInput& input) {
   } else {
     ++counters_.exhaustive_plans;
   }
+  if (!keep.empty()) {
+    plan->stats.value_policy = true;
+    for (const auto& t : keep) {
+      plan->stats.value_version = std::max(plan->stats.value_version, t->stats().serial);
+    }
+    ++counters_.value_plans;
+  } else {
+    ++counters_.cost_order_plans;
+  }
   if (plan->stats.greedy_failed) ++counters_.greedy_failures;
   counters_.candidates_examined += plan->stats.candidates_examined;
   counters_.exhaustive_options += plan->stats.exhaustive_options;
   counters_.exhaustive_states += plan->stats.exhaustive_states;
   return plan;
+}
+
+void Planner::ObserveArrival(const PlanInput& input, bool placed) {
+  if (options_.values != nullptr) options_.values->ObserveArrival(input, placed);
+}
+
+StatusOr<std::vector<RankedCandidate>> Planner::RankPlacements(const PlanInput& input,
+                                                               std::string_view profile,
+                                                               std::optional<GpuIndex> gpu) {
+  PlanInput one = input;
+  one.request = {InstanceRequest{std::string(profile), gpu, std::nullopt}};
+  std::vector<std::shared_ptr<const ValueTable>> keep;
+  MIGD_ASSIGN_OR_RETURN(internal_planner::Canonical canon, Prepare(one, keep));
+  return internal_planner::RankCandidates(canon);
+}
+
+StatusOr<std::vector<InstanceChoice>> Planner::ExplainChoices(const PlanInput& input,
+                                                              const Plan& plan) {
+  if (plan.instances.size() != input.request.size()) {
+    return InvalidArgumentError("plan: " + std::to_string(plan.instances.size()) +
+                                " instances for a request of " +
+                                std::to_string(input.request.size()));
+  }
+  std::vector<InstanceChoice> out;
+  for (size_t i = 0; i < plan.instances.size(); ++i) {
+    const InstancePlan& ip = plan.instances[i];
+    const PlanInput one = internal_planner::WithOthersDone(input, plan, i);
+    std::vector<std::shared_ptr<const ValueTable>> keep;
+    MIGD_ASSIGN_OR_RETURN(internal_planner::Canonical canon, Prepare(one, keep));
+    const std::vector<RankedCandidate> ranked = internal_planner::RankCandidates(canon);
+    auto is_chosen = [&ip](const RankedCandidate& c) {
+      return c.gpu == ip.gpu && c.placement == ip.placement &&
+             (c.stage == Stage::kReuse) == (ip.stage == Stage::kReuse) &&
+             (ip.stage != Stage::kReuse || c.reuse_key == ip.reuse_key);
+    };
+    auto chosen = std::find_if(ranked.begin(), ranked.end(), is_chosen);
+    if (chosen == ranked.end()) {
+      return InternalError("plan instance " + std::to_string(i) + " is not a candidate");
+    }
+    InstanceChoice choice{*chosen, std::nullopt};
+    for (const RankedCandidate& c : ranked) {
+      if (c.gpu != chosen->gpu || c.placement != chosen->placement) {
+        choice.next_best = c;
+        break;
+      }
+    }
+    out.push_back(std::move(choice));
+  }
+  return out;
 }
 
 StatusOr<Plan> MakePlan(const PlanInput& input) {

@@ -66,8 +66,11 @@
 namespace migd::planner {
 
 namespace internal_planner {
-struct Table;  // per-model precomputation (scoring.h)
+struct Table;      // per-model precomputation (scoring.h)
+struct Canonical;  // one call's canonical form (plan_input.h)
 }  // namespace internal_planner
+class ValueService;  // value_service.h
+class ValueTable;    // value_table.h
 
 // S(empty GPU) ≈ kScoreScale for every table, so losses of different models
 // compare as fractions of a GPU.
@@ -152,12 +155,15 @@ struct InstancePlan {
 };
 
 // The cost of a plan, lower is better, compared field by field in this order
-// (docs/planner.md, "The cost order"). Losses are in units of kScoreScale
-// per GPU.
+// (docs/planner.md, "The cost order" and "The value policy"). value_loss is
+// in kValueScale units of expected future reward, summed over GPUs (0 under
+// the cost order); the other losses are in units of kScoreScale per GPU (0
+// where the value policy does not compute them).
 struct PlanScore {
   int64_t node_loss = 0;
   int64_t opened_gpus = 0;
   int64_t pin_loss = 0;
+  int64_t value_loss = 0;
   int64_t destroyed_slices = 0;
   int64_t destroyed_instances = 0;
   int64_t creates = 0;
@@ -178,6 +184,8 @@ struct PlanStats {
   uint64_t exhaustive_options = 0;   // per-GPU hosting options enumerated
   uint64_t exhaustive_states = 0;    // (GPU, remaining demand) states solved
   bool greedy_failed = false;        // the greedy stage found no plan
+  bool value_policy = false;         // ordered by the value policy (else the cost order)
+  uint64_t value_version = 0;        // the newest ValueTable used (SolveStats::serial)
   friend bool operator==(const PlanStats&, const PlanStats&) = default;
 };
 
@@ -207,11 +215,37 @@ struct PlannerCounters {
   uint64_t exhaustive_states = 0;
   uint64_t table_cache_misses = 0;  // tables precomputed
   uint64_t table_cache_hits = 0;
+  uint64_t value_plans = 0;       // plans ordered by the value policy
+  uint64_t cost_order_plans = 0;  // ... by the cost order (no values, or none apply)
+};
+
+// One way to host one instance (RankPlacements, ExplainChoices).
+struct RankedCandidate {
+  GpuIndex gpu;
+  std::string profile;  // canonical table name
+  mig::Placement placement;
+  Stage stage = Stage::kFree;
+  std::string reuse_key;                   // kReuse: the Idle instance
+  std::vector<ReclaimedInstance> reclaim;  // kReclaim: destroyed first
+  PlanScore cost;                          // what it costs on its GPU (and the node)
+  friend bool operator==(const RankedCandidate&, const RankedCandidate&) = default;
+};
+
+struct InstanceChoice {
+  RankedCandidate chosen;
+  std::optional<RankedCandidate> next_best;  // the best other GPU/placement, if any
+};
+
+struct PlannerOptions {
+  // The value policy: candidates are ordered by the value they give up
+  // (value_service.h). Null: the cost order alone (today's policy).
+  std::shared_ptr<ValueService> values;
 };
 
 class Planner {
  public:
   Planner();
+  explicit Planner(PlannerOptions options);
   ~Planner();
   Planner(const Planner&) = delete;
   Planner& operator=(const Planner&) = delete;
@@ -223,9 +257,32 @@ class Planner {
   // REQUIRES: every model pointer stays valid and unchanged for the lifetime
   // of this Planner (per-table data is cached by address; ClearCache() drops
   // it, e.g. after the engine rebuilds its tables).
+  // With the value policy the plan also depends on the values solved so far
+  // (Plan::stats.value_version names the newest table used); the same input
+  // and values give the same plan.
   StatusOr<Plan> MakePlan(const PlanInput& input);
 
+  // Learns the demand from a request that arrived (the value policy; no-op
+  // without it): call once per request, after deciding it, with the input
+  // it was decided on and whether it was placed. Dry runs and pool top-ups
+  // are not arrivals.
+  void ObserveArrival(const PlanInput& input, bool placed);
+
+  // Every candidate for one instance of `profile` (on `gpu` only, if given)
+  // in `input`'s layouts (its request is ignored), best first by this
+  // planner's policy: the first is what MakePlan chooses for a single-
+  // instance request of that profile. The DRA frontend publishes devices in
+  // this order. kInvalidArgument as MakePlan; an empty list when nothing fits.
+  StatusOr<std::vector<RankedCandidate>> RankPlacements(const PlanInput& input,
+                                                        std::string_view profile,
+                                                        std::optional<GpuIndex> gpu = {});
+
+  // For each instance of `plan` (made by MakePlan on `input`): its cost and
+  // the next-best candidate's, the rest of the plan held fixed.
+  StatusOr<std::vector<InstanceChoice>> ExplainChoices(const PlanInput& input, const Plan& plan);
+
   const PlannerCounters& counters() const { return counters_; }
+  const std::shared_ptr<ValueService>& values() const { return options_.values; }
   void ClearCache();
 
  private:
@@ -233,6 +290,11 @@ class Planner {
   // cannot be planned on (see mig::PlacementRules::Build).
   StatusOr<const internal_planner::Table*> TableFor(const mig::GpuModel& model);
 
+  // Canonicalises `input` and attaches the values when they apply.
+  StatusOr<internal_planner::Canonical> Prepare(
+      const PlanInput& input, std::vector<std::shared_ptr<const ValueTable>>& keep);
+
+  PlannerOptions options_;
   std::map<const mig::GpuModel*, std::unique_ptr<internal_planner::Table>> tables_;
   PlannerCounters counters_;
 };

@@ -127,6 +127,8 @@ std::vector<std::optional<size_t>> FindTwins(const std::vector<Gpu>& gpus) {
 int64_t NodeLoss(const std::vector<Gpu>& gpus, const std::vector<uint32_t>& placeable) {
   // Profiles are per table; the node term is defined over the first GPU's
   // table and applies only when every GPU shares it (mixed nodes: 0).
+  // Where the values lead, they replace the node term (a sum over GPUs).
+  if (gpus[0].value_leads) return 0;
   uint32_t before = 0;
   uint32_t after = 0;
   for (size_t g = 0; g < gpus.size(); ++g) {

@@ -148,6 +148,7 @@ class MatrixRun {
       ts.arrivals = spec_.trace_arrivals;
       ts.include_multi_gpu = spec_.trace_multi_gpu;
       ts.lifetime_cap_quantile = spec_.trace_lifetime_cap;
+      ts.lifetime = spec_.lifetime;
       ts.load = c.load;
       ts.gpus = c.gpus;
       ts.events = spec_.events;

@@ -249,6 +249,7 @@ Json DocHeader(const MatrixSpec& spec, int seeds, const std::map<bool, GpuTable>
              {"multi_gpu_used", trace->multi_gpu_used},
              {"multi_gpu_skipped", trace->multi_gpu_skipped},
              {"pending", trace->pending},
+             {"timed", trace->timed},
              {"lifetime_cap_s", trace->lifetime_cap},
              {"per_class", trace->per_class}};
   }

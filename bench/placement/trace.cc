@@ -29,6 +29,69 @@ StatusOr<int64_t> ParseInt(const std::string& s, const std::string& what) {
   return v;
 }
 
+// Where the columns are; optional ones may be absent.
+struct Columns {
+  size_t count = 0;  // fields in the header
+  size_t name = 0, num_gpu = 0, gpu_milli = 0;
+  std::optional<size_t> phase, creation, deletion, scheduled;
+};
+
+StatusOr<Columns> FindColumns(const std::vector<std::string>& header) {
+  std::map<std::string, size_t> col;
+  for (size_t i = 0; i < header.size(); ++i) col[header[i]] = i;
+  Columns c;
+  c.count = header.size();
+  for (const auto& [need, field] : {std::pair<const char*, size_t*>{"name", &c.name},
+                                    {"num_gpu", &c.num_gpu},
+                                    {"gpu_milli", &c.gpu_milli}}) {
+    auto it = col.find(need);
+    if (it == col.end()) {
+      return InvalidArgumentError(std::string("trace: header lacks column ") + need);
+    }
+    *field = it->second;
+  }
+  auto optional = [&col](const char* name) -> std::optional<size_t> {
+    auto it = col.find(name);
+    return it == col.end() ? std::nullopt : std::optional<size_t>(it->second);
+  };
+  c.phase = optional("pod_phase");
+  c.creation = optional("creation_time");
+  c.deletion = optional("deletion_time");
+  c.scheduled = optional("scheduled_time");
+  if (c.creation.has_value() != c.deletion.has_value()) {
+    return InvalidArgumentError(std::string("trace: header has ") +
+                                (c.creation ? "creation_time" : "deletion_time") + " without " +
+                                (c.creation ? "deletion_time" : "creation_time"));
+  }
+  return c;
+}
+
+StatusOr<TracePod> ParseRow(const Columns& cols, const std::vector<std::string>& f, int lineno) {
+  const std::string where = "trace line " + std::to_string(lineno);
+  if (f.size() < cols.count) {
+    return InvalidArgumentError(where + ": " + std::to_string(f.size()) + " fields, header has " +
+                                std::to_string(cols.count));
+  }
+  TracePod p;
+  p.name = f[cols.name];
+  MIGD_ASSIGN_OR_RETURN(int64_t ng, ParseInt(f[cols.num_gpu], where + " num_gpu"));
+  MIGD_ASSIGN_OR_RETURN(int64_t gm, ParseInt(f[cols.gpu_milli], where + " gpu_milli"));
+  if (ng < 0 || gm < 0) return InvalidArgumentError(where + ": negative num_gpu or gpu_milli");
+  p.num_gpu = static_cast<int>(ng);
+  p.gpu_milli = static_cast<int>(gm);
+  if (cols.phase) p.phase = f[*cols.phase];
+  if (cols.creation) {
+    p.timed = true;
+    MIGD_ASSIGN_OR_RETURN(p.creation, ParseInt(f[*cols.creation], where + " creation_time"));
+    MIGD_ASSIGN_OR_RETURN(p.deletion, ParseInt(f[*cols.deletion], where + " deletion_time"));
+  }
+  if (cols.scheduled && !f[*cols.scheduled].empty()) {
+    MIGD_ASSIGN_OR_RETURN(int64_t s, ParseInt(f[*cols.scheduled], where + " scheduled_time"));
+    p.scheduled = s;
+  }
+  return p;
+}
+
 // One trace pod turned into a request template.
 struct Item {
   int64_t creation;
@@ -45,6 +108,7 @@ StatusOr<std::vector<Item>> CollectItems(const GpuTable& table, const std::vecto
                                          std::vector<double>* single_lifetimes) {
   const int p7 = table.FindProfile("7g");
   std::vector<Item> items;
+  sum.timed = std::all_of(pods.begin(), pods.end(), [](const TracePod& p) { return p.timed; });
   for (size_t i = 0; i < pods.size(); ++i) {
     const TracePod& pod = pods[i];
     ++sum.pods;
@@ -78,9 +142,11 @@ StatusOr<std::vector<Item>> CollectItems(const GpuTable& table, const std::vecto
     items.push_back(std::move(it));
   }
   if (items.empty()) return InvalidArgumentError("trace has no GPU pods");
-  std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
-    return a.creation != b.creation ? a.creation < b.creation : a.name < b.name;
-  });
+  if (sum.timed) {
+    std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
+      return a.creation != b.creation ? a.creation < b.creation : a.name < b.name;
+    });
+  }
   return items;
 }
 
@@ -139,41 +205,13 @@ void CompressedTraceArrivals(const std::vector<Item>& items, size_t offset, cons
 StatusOr<std::vector<TracePod>> ParseAlibabaCsv(std::istream& in) {
   std::string line;
   if (!std::getline(in, line)) return InvalidArgumentError("trace: empty input");
-  const std::vector<std::string> header = SplitCsvLine(line);
-  std::map<std::string, size_t> col;
-  for (size_t i = 0; i < header.size(); ++i) col[header[i]] = i;
-  for (const char* need : {"name", "num_gpu", "gpu_milli", "pod_phase", "creation_time",
-                           "deletion_time", "scheduled_time"}) {
-    if (!col.count(need)) {
-      return InvalidArgumentError(std::string("trace: header lacks column ") + need);
-    }
-  }
+  MIGD_ASSIGN_OR_RETURN(const Columns cols, FindColumns(SplitCsvLine(line)));
   std::vector<TracePod> pods;
   int lineno = 1;
   while (std::getline(in, line)) {
     ++lineno;
     if (line.empty() || line == "\r") continue;
-    const std::vector<std::string> f = SplitCsvLine(line);
-    const std::string where = "trace line " + std::to_string(lineno);
-    if (f.size() < header.size()) {
-      return InvalidArgumentError(where + ": " + std::to_string(f.size()) + " fields, header has " +
-                                  std::to_string(header.size()));
-    }
-    TracePod p;
-    p.name = f[col["name"]];
-    MIGD_ASSIGN_OR_RETURN(int64_t ng, ParseInt(f[col["num_gpu"]], where + " num_gpu"));
-    MIGD_ASSIGN_OR_RETURN(int64_t gm, ParseInt(f[col["gpu_milli"]], where + " gpu_milli"));
-    MIGD_ASSIGN_OR_RETURN(p.creation, ParseInt(f[col["creation_time"]], where + " creation_time"));
-    MIGD_ASSIGN_OR_RETURN(p.deletion, ParseInt(f[col["deletion_time"]], where + " deletion_time"));
-    const std::string& sched = f[col["scheduled_time"]];
-    if (!sched.empty()) {
-      MIGD_ASSIGN_OR_RETURN(int64_t s, ParseInt(sched, where + " scheduled_time"));
-      p.scheduled = s;
-    }
-    if (ng < 0 || gm < 0) return InvalidArgumentError(where + ": negative num_gpu or gpu_milli");
-    p.num_gpu = static_cast<int>(ng);
-    p.gpu_milli = static_cast<int>(gm);
-    p.phase = f[col["pod_phase"]];
+    MIGD_ASSIGN_OR_RETURN(TracePod p, ParseRow(cols, SplitCsvLine(line), lineno));
     pods.push_back(std::move(p));
   }
   return pods;
@@ -229,21 +267,28 @@ StatusOr<std::vector<Request>> BuildTraceRequests(const GpuTable& table,
   std::vector<double> single_lifetimes;
   MIGD_ASSIGN_OR_RETURN(std::vector<Item> items,
                         CollectItems(table, pods, spec, sum, &single_lifetimes));
-  sum.lifetime_cap = CapLifetimes(items, std::move(single_lifetimes), spec.lifetime_cap_quantile);
+  if (!sum.timed && spec.arrivals == TraceArrivals::kTrace) {
+    return InvalidArgumentError(
+        "trace has no timing columns (creation_time, deletion_time): use Poisson arrivals");
+  }
+  if (sum.timed) {
+    sum.lifetime_cap = CapLifetimes(items, std::move(single_lifetimes), spec.lifetime_cap_quantile);
+  }
   const size_t n = items.size();
   Rng offset_rng(spec.seed, Rng::kOffset);
   const size_t offset = static_cast<size_t>(offset_rng.Next() % n);
   const double capacity = static_cast<double>(table.compute_slices()) * spec.gpus;
   std::vector<Request> out;
   out.reserve(spec.events);
-  double work = 0;  // Σ c·L over the window
+  double work = 0;                            // Σ c·L over the window
+  Rng lifetimes(spec.seed, Rng::kLifetimes);  // untimed pods only
   for (int i = 0; i < spec.events; ++i) {
     const Item& it = items[(offset + static_cast<size_t>(i)) % n];
     Request r;
     r.id = i;
     r.profiles = it.profiles;
     r.same_gpu = false;
-    r.lifetime = it.lifetime;
+    r.lifetime = sum.timed ? it.lifetime : DrawLifetime(lifetimes, spec.lifetime);
     r.source = it.row;
     work += RequestCompute(table, r) * r.lifetime;
     out.push_back(std::move(r));

@@ -23,7 +23,8 @@ using migd::bench::MatrixSpec;
 
 // The flags that are not MatrixSpec fields as they stand.
 struct Args {
-  std::string policies = "migd,B1,B2,B3,B4a,B4b,B5,B6,B8,B9,B10,B11,B11s,B12,B14";
+  std::string policies =
+      "migd,migd-slice,migd-order,B1,B2,B3,B4a,B4b,B5,B6,B8,B9,B10,B11,B11s,B12,B14";
   std::string mixes = "uniform";
   std::string loads = "0.9";
   std::string gpus = "8";
@@ -78,8 +79,9 @@ void AddWorkloadOptions(CLI::App& app, MatrixSpec& spec, Args& a) {
 
 void AddRunOptions(CLI::App& app, MatrixSpec& spec, Args& a) {
   app.add_option("--policies", a.policies,
-                 "comma list: migd, migd-noidle, B1, B2, B3, B4a, B4b, B5, B6, B8, B9, B10, B11 "
-                 "and B11s (N=1 only), B12, B14")
+                 "comma list: migd (value policy, count objective), migd-slice (value policy, "
+                 "slice-weighted), migd-order (the cost order, no values), migd-noidle, B1, B2, "
+                 "B3, B4a, B4b, B5, B6, B8, B9, B10, B11 and B11s (N=1 only), B12, B14")
       ->capture_default_str();
   app.add_option("--half-life", spec.planner.half_life,
                  "migd adapter: DemandMix half-life in mean lifetimes (0 = no decay)")

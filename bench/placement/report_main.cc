@@ -47,6 +47,8 @@ std::map<std::string, std::string> Values(const Results& r, migd::bench::report:
       {"headline_tables", rep::HeadlineTables(r)},
       {"b11_states", synth ? std::to_string((*synth)["tables"][0]["states"].get<int>()) : "?"},
       {"b11_table", rep::B11Table(r)},
+      {"value_vs_order_table", rep::ValueVsOrderTable(r)},
+      {"solve_table", rep::SolveTable(r)},
       {"plots", plotter.HeadlinePlots(r)},
       {"half_life", synth ? rep::Fix((*synth)["planner_half_life"].get<double>(), 0) : "?"},
       {"seed_sentence", rep::SeedSentence(r)},

@@ -106,12 +106,21 @@ void ScriptRows(std::ostringstream& out, const std::string& name, const Json& c)
   }
 }
 
-// "optimum − migd" of the simulated optimal policy `pol`, paired, pp.
-std::string SimGap(const Json& c, const char* pol, const char* metric) {
-  const std::string key = std::string("migd-") + pol;
-  if (!c["paired"].contains(key)) return "";
+// "optimum − subject" of the simulated optimal policy `pol`, paired, pp.
+std::string SimGap(const Json& c, const std::string& subject, const char* pol, const char* metric) {
+  const std::string key = subject + "-" + pol;
+  if (!c.contains("paired") || !c["paired"].contains(key)) return "";
   const Json& d = c["paired"][key][metric];
   return Pp(-d["mean"].get<double>(), d["ci"]);
+}
+
+// "subject − other" paired, pp, or "" without the pair.
+std::string PairedText(const Json& c, const std::string& subject, const std::string& other,
+                       const char* metric) {
+  const std::string key = subject + "-" + other;
+  if (!c.contains("paired") || !c["paired"].contains(key)) return "";
+  const Json& d = c["paired"][key][metric];
+  return Pp(d["mean"], d["ci"]);
 }
 
 }  // namespace
@@ -142,26 +151,19 @@ std::string IdleTable(const Results& r) {
   const Json* d = r.Doc("diag");
   if (d == nullptr) return "";
   std::ostringstream out;
-  out << "| mix | N | ρ | count | slice-weighted | migd reuses / accepted | migd − B10 count | "
-         "migd-noidle − B10 count | migd − B10 slice | migd-noidle − B10 slice |\n"
-         "|---|---|---|---|---|---|---|---|---|---|\n";
+  out << "| mix | N | ρ | migd − migd-noidle count | slice | migd reuses / accepted | "
+         "migd − B10 count | migd-noidle − B10 count | migd-separable − B10 count | "
+         "migd-separable − migd count |\n|---|---|---|---|---|---|---|---|---|---|\n";
   for (const Json& c : Cells(*d)) {
-    if (!c.contains("paired") || !c["paired"].contains("migd-migd-noidle")) continue;
-    const Json& p = c["paired"]["migd-migd-noidle"];
+    if (!c.contains("paired")) continue;
     out << "| " << c["workload"].get<std::string>() << " | " << c["gpus"].get<int>() << " | "
-        << Fix(c["load"], 1) << " | " << Pp(p["acc"]["mean"], p["acc"]["ci"]) << " | "
-        << Pp(p["slice"]["mean"], p["slice"]["ci"]) << " | "
-        << Fix(c["policies"]["migd"]["reuses_per_acc"], 3) << " | ";
-    for (const char* metric : {"acc", "slice"}) {
-      for (const char* ref : {"migd-B10", "migd-noidle-B10"}) {
-        if (c["paired"].contains(ref)) {
-          const Json& q = c["paired"][ref][metric];
-          out << Pp(q["mean"], q["ci"]);
-        }
-        out << " | ";
-      }
-    }
-    out << "\n";
+        << Fix(c["load"], 1) << " | " << PairedText(c, "migd", "migd-noidle", "acc") << " | "
+        << PairedText(c, "migd", "migd-noidle", "slice") << " | "
+        << (c["policies"].contains("migd") ? Fix(c["policies"]["migd"]["reuses_per_acc"], 3) : "")
+        << " | " << PairedText(c, "migd", "B10", "acc") << " | "
+        << PairedText(c, "migd-noidle", "B10", "acc") << " | "
+        << PairedText(c, "migd-separable", "B10", "acc") << " | "
+        << PairedText(c, "migd-separable", "migd", "acc") << " |\n";
   }
   return out.str();
 }
@@ -195,20 +197,21 @@ std::string LargeProfileTable(const Results& r) {
 
 std::string HeadlineTable(const Json& doc, int gpus) {
   std::ostringstream out;
-  out << "| workload | ρ | migd count | best B1–B10 (count) | migd − best | migd slice | best "
-         "B1–B10 (slice) | migd − best | B12 count / slice | B14 count / slice |\n"
-      << "|---|---|---|---|---|---|---|---|---|---|\n";
+  out << "| workload | ρ | migd count | best B1–B10 (count) | migd − best | migd-order − best | "
+         "migd-slice slice | best B1–B10 (slice) | migd-slice − best | B12 count / slice | "
+         "B14 count / slice |\n"
+      << "|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const std::string& w : Workloads(doc)) {
     for (double l : kGoalLoads) {
       const Json* c = FindCell(doc, w, l, gpus);
       if (c == nullptr || !(*c)["policies"].contains("migd")) continue;
       const std::string ba = (*c)["best"]["acc"], bs = (*c)["best"]["slice"];
-      const Json& pa = (*c)["paired"]["migd-" + ba]["acc"];
-      const Json& ps = (*c)["paired"]["migd-" + bs]["slice"];
+      const std::string ss = (*c)["policies"].contains("migd-slice") ? "migd-slice" : "migd";
       out << "| " << PrettyWorkload(w) << " | " << Fix(l, 1) << " | " << Pct(M(*c, "migd", "acc"))
-          << " | " << ba << " " << Pct(M(*c, ba, "acc")) << " | " << Pp(pa["mean"], pa["ci"])
-          << " | " << Pct(M(*c, "migd", "slice")) << " | " << bs << " " << Pct(M(*c, bs, "slice"))
-          << " | " << Pp(ps["mean"], ps["ci"]) << " | ";
+          << " | " << ba << " " << Pct(M(*c, ba, "acc")) << " | "
+          << PairedText(*c, "migd", ba, "acc") << " | " << PairedText(*c, "migd-order", ba, "acc")
+          << " | " << Pct(M(*c, ss, "slice")) << " | " << bs << " " << Pct(M(*c, bs, "slice"))
+          << " | " << PairedText(*c, ss, bs, "slice") << " | ";
       for (const char* bound : {"B12", "B14"}) {
         if ((*c)["policies"].contains(bound)) {
           out << Pct(M(*c, bound, "acc")) << " / " << Pct(M(*c, bound, "slice"));
@@ -241,23 +244,99 @@ std::string B11Table(const Results& r) {
   const Json* s = r.Doc("synth");
   if (s == nullptr) return "";
   std::ostringstream out;
-  out << "| mix | ρ | migd count | B11 analytic | gap (pp) | B11 sim − migd (pp) | migd slice | "
-         "B11s slice analytic | gap (pp) | B11s sim − migd (pp) | best B1–B10 count |\n"
+  out << "| mix | ρ | migd count | B11 analytic | B11 sim − migd (pp) | B11 sim − migd-order (pp) "
+         "| "
+         "migd-slice slice | B11s analytic | B11s sim − migd-slice (pp) | "
+         "B11s sim − migd-order (pp) | best B1–B10 count |\n"
       << "|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const std::string& w : Workloads(*s)) {
     for (double l : DistinctLoads(*s)) {
       const Json* c = FindCell(*s, w, l, 1);
       if (c == nullptr || !c->contains("b11")) continue;
       const Json& b = (*c)["b11"];
+      const std::string ss = (*c)["policies"].contains("migd-slice") ? "migd-slice" : "migd";
       out << "| " << w << " | " << Fix(l, 1) << " | " << Pct(M(*c, "migd", "acc")) << " | "
-          << Pct(b["acc"]) << " | " << Fix(100 * (b["acc"].get<double>() - M(*c, "migd", "acc")), 2)
-          << " | ";
-      out << SimGap(*c, "B11", "acc") << " | " << Pct(M(*c, "migd", "slice")) << " | "
-          << Pct(b["slice"]) << " | "
-          << Fix(100 * (b["slice"].get<double>() - M(*c, "migd", "slice")), 2) << " | "
-          << SimGap(*c, "B11s", "slice") << " | ";
-      out << (*c)["best"]["acc"].get<std::string>() << " " << Pct(M(*c, (*c)["best"]["acc"], "acc"))
+          << Pct(b["acc"]) << " | " << SimGap(*c, "migd", "B11", "acc") << " | "
+          << SimGap(*c, "migd-order", "B11", "acc") << " | " << Pct(M(*c, ss, "slice")) << " | "
+          << Pct(b["slice"]) << " | " << SimGap(*c, ss, "B11s", "slice") << " | "
+          << SimGap(*c, "migd-order", "B11s", "slice") << " | "
+          << (*c)["best"]["acc"].get<std::string>() << " " << Pct(M(*c, (*c)["best"]["acc"], "acc"))
           << " |\n";
+    }
+  }
+  return out.str();
+}
+
+std::string ValueVsOrderTable(const Results& r) {
+  std::vector<const Json*> docs;
+  if (const Json* s = r.Doc("synth")) docs.push_back(s);
+  for (const char* mapping : {"compute-ceil", "memory-eighths"}) {
+    for (const Json* d : r.TraceDocs(mapping)) docs.push_back(d);
+  }
+  std::ostringstream out;
+  out << "| workload | N | cells | migd − migd-order, count: mean (pp) / cells above, below "
+         "(CI excludes 0) | migd-slice − migd-order, slice-weighted: mean / above, below |\n"
+      << "|---|---|---|---|---|\n";
+  for (const Json* d : docs) {
+    for (int g : DistinctGpus(*d)) {
+      int cells = 0, up_c = 0, down_c = 0, up_s = 0, down_s = 0;
+      double sum_c = 0, sum_s = 0;
+      for (const Json& c : Cells(*d)) {
+        if (c["gpus"].get<int>() != g || !c.contains("paired")) continue;
+        const Json& p = c["paired"];
+        if (!p.contains("migd-migd-order")) continue;
+        ++cells;
+        const Json& pc = p["migd-migd-order"]["acc"];
+        sum_c += pc["mean"].get<double>();
+        up_c += pc["mean"].get<double>() - pc["ci"].get<double>() > 0;
+        down_c += pc["mean"].get<double>() + pc["ci"].get<double>() < 0;
+        const std::string key =
+            p.contains("migd-slice-migd-order") ? "migd-slice-migd-order" : "migd-migd-order";
+        const Json& ps = p[key]["slice"];
+        sum_s += ps["mean"].get<double>();
+        up_s += ps["mean"].get<double>() - ps["ci"].get<double>() > 0;
+        down_s += ps["mean"].get<double>() + ps["ci"].get<double>() < 0;
+      }
+      if (cells == 0) continue;
+      out << "| "
+          << (d == r.Doc("synth") ? "synthetic (all mixes, loads)"
+                                  : PrettyWorkload(Workloads(*d)[0]))
+          << " | " << g << " | " << cells << " | " << Fix(100 * sum_c / cells, 2, true) << " / "
+          << up_c << ", " << down_c << " | " << Fix(100 * sum_s / cells, 2, true) << " / " << up_s
+          << ", " << down_s << " |\n";
+    }
+  }
+  return out.str();
+}
+
+std::string SolveTable(const Results& r) {
+  std::ostringstream out;
+  out << "| run | policy | value tables solved | refused | mean solve ms | max solve ms | "
+         "largest table (states) | largest table KiB | decisions by values / by the cost order "
+         "(before the first solve) |\n|---|---|---|---|---|---|---|---|---|\n";
+  for (const char* name : {"synth", "trace-default-cc", "trace-gpushare100-cc", "h200"}) {
+    const Json* d = r.Doc(name);
+    if (d == nullptr) continue;
+    for (const char* pol : {"migd", "migd-slice"}) {
+      int64_t solves = 0, failures = 0, by_values = 0, by_order = 0, states = 0;
+      double total_ms = 0, max_ms = 0, kib = 0;
+      for (const Json& c : Cells(*d)) {
+        if (!c["policies"].contains(pol) || !c["policies"][pol].contains("solve")) continue;
+        const Json& s = c["policies"][pol]["solve"];
+        solves += s["solves"].get<int64_t>();
+        failures += s["failures"].get<int64_t>();
+        total_ms += s["mean_ms"].get<double>() * s["solves"].get<double>();
+        max_ms = std::max(max_ms, s["max_ms"].get<double>());
+        states = std::max(states, s["max_states"].get<int64_t>());
+        kib = std::max(kib, s["max_kib"].get<double>());
+        by_values += s["value_decisions"].get<int64_t>();
+        by_order += s["cost_order_decisions"].get<int64_t>();
+      }
+      if (solves + failures == 0) continue;
+      out << "| " << name << " | " << pol << " | " << solves << " | " << failures << " | "
+          << Fix(solves > 0 ? total_ms / static_cast<double>(solves) : 0.0, 1) << " | "
+          << Fix(max_ms, 1) << " | " << states << " | " << Fix(kib, 1) << " | " << by_values
+          << " / " << by_order << " |\n";
     }
   }
   return out.str();

@@ -24,6 +24,10 @@ std::string HeadlineTable(const Json& doc, int gpus);
 std::string HeadlineTables(const Results& r);
 // N = 1: migd vs B11/B11s.
 std::string B11Table(const Results& r);
+// Per workload and N: the value policy against today's cost order.
+std::string ValueVsOrderTable(const Results& r);
+// The value policy's solves: how many, how long, how large.
+std::string SolveTable(const Results& r);
 std::string SeedSentence(const Results& r);
 std::string TraceFiles(const Results& r);
 std::string FullTables(const Results& r);

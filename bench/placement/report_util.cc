@@ -68,8 +68,11 @@ std::vector<double> DistinctLoads(const Json& doc) {
 
 std::vector<std::string> PolicyOrder(const Json& cell) {
   static const std::vector<std::string> kOrder = {
-      "migd", "migd-order", "migd-noidle", "B1",  "B2",  "B3",   "B4a", "B4b", "B5",
-      "B6",   "B8",         "B9",          "B10", "B11", "B11s", "B12", "B14"};
+      "migd",        "migd-slice", "migd-order", "migd-separable",
+      "migd-noidle", "B1",         "B2",         "B3",
+      "B4a",         "B4b",        "B5",         "B6",
+      "B8",          "B9",         "B10",        "B11",
+      "B11s",        "B12",        "B14"};
   std::vector<std::string> out;
   for (const std::string& p : kOrder) {
     if (cell["policies"].contains(p)) out.push_back(p);

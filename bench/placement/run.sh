@@ -74,21 +74,22 @@ for f in default gpushare100; do
     --load "$GOAL_LOADS" --gpus 8
 done
 
-# migd without Idle instances, to isolate their effect.
-run diag "${MAIN[@]}" --mix uniform,small-heavy,no-7g --load 0.9 --gpus 1,8 \
-  --policies migd,migd-noidle,B10
+# migd without Idle instances, to isolate their effect, and with the values
+# leading on every node size (the separable approximation).
+run diag "${MAIN[@]}" --mix uniform,small-heavy,no-7g --load 0.9 --gpus 1,2,8 \
+  --policies migd,migd-noidle,migd-separable,B10
 
-BASE=migd,B1,B2,B3,B4a,B4b,B5,B6,B8,B9,B10,B12,B14
+BASE=migd,migd-slice,migd-order,B1,B2,B3,B4a,B4b,B5,B6,B8,B9,B10,B12,B14
 run h200 --model h200-141gb --seeds "$SEEDS" --events "$EVENTS" --mix uniform-dm \
   --load "$GOAL_LOADS" --gpus 8 --policies "$BASE"
 run lognormal "${MAIN[@]}" --lifetime lognormal --mix uniform,small-heavy --load "$GOAL_LOADS" \
   --gpus 8 --policies "$BASE"
 QUEUE=(--model h100-80gb --seeds "$SEEDS" --events 8000 --mode queue --mix uniform
-  --load 0.9,1.1 --gpus 4 --policies migd,B1,B2,B4b,B8,B9,B10,B12,B14)
+  --load 0.9,1.1 --gpus 4 --policies migd,migd-order,B1,B2,B4b,B8,B9,B10,B12,B14)
 run queue-fifo "${QUEUE[@]}"
 run queue-backfill "${QUEUE[@]}" --backfill
 
-SCRIPT_POLICIES=migd,B1,B2,B3,B4a,B4b,B5,B6,B8,B9,B10,B12,B14
+SCRIPT_POLICIES=migd,migd-order,B1,B2,B3,B4a,B4b,B5,B6,B8,B9,B10,B12,B14
 run script-dra933 --model h100-80gb --script dra933 --policies "$SCRIPT_POLICIES"
 run script-reverse --model h100-80gb --script reverse --policies "$SCRIPT_POLICIES"
 run script-churn4g-fifo --model h100-80gb --script churn4g --mode queue --patience 1000 \

@@ -226,7 +226,8 @@ class MatrixRun {
 }  // namespace
 
 std::vector<std::string> KnownPolicies() {
-  std::vector<std::string> out = {"migd", "migd-noidle"};  // + baselines, bounds
+  std::vector<std::string> out = {"migd", "migd-slice", "migd-order", "migd-separable",
+                                  "migd-noidle"};
   for (const std::string& b : BaselineNames()) out.push_back(b);
   out.push_back("B12");
   out.push_back("B14");
@@ -235,9 +236,16 @@ std::vector<std::string> KnownPolicies() {
 
 std::unique_ptr<Allocator> MakeAllocator(const std::string& name,
                                          const PlannerPolicyOptions& planner, bool validate) {
-  if (name == "migd" || name == "migd-noidle") {
+  if (name.rfind("migd", 0) == 0 &&
+      (name == "migd" || name == "migd-slice" || name == "migd-order" || name == "migd-separable" ||
+       name == "migd-noidle")) {
     PlannerPolicyOptions o = planner;
-    o.keep_idle = name == "migd";
+    o.name = name;
+    o.keep_idle = name != "migd-noidle";
+    o.value_policy = name != "migd-order";
+    o.separable = name == "migd-separable";
+    o.objective =
+        name == "migd-slice" ? planner::Objective::kSliceWeighted : planner::Objective::kCount;
     return std::make_unique<PlacementAllocator>(MakePlannerPolicy(o), validate);
   }
   if (name == "B12") return std::make_unique<CountingBound>(CountingBound::kRepack);

@@ -455,6 +455,7 @@ class Simulation {
     if (const auto* pa = dynamic_cast<const PlacementAllocator*>(&alloc_)) {
       r_.decision_hash = pa->decision_hash();
       r_.policy_errors = pa->policy().Errors();
+      r_.solves = pa->policy().Solves();
     }
   }
 

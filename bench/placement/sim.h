@@ -78,6 +78,18 @@ struct Decision {
   bool exhaustive = false;  // produced by an exhaustive search (product planner)
 };
 
+// The value policy's solves in one run (the product planner only).
+struct SolveReport {
+  int64_t solves = 0;
+  int64_t failures = 0;
+  int64_t total_ns = 0;
+  int64_t max_ns = 0;
+  size_t max_bytes = 0;
+  size_t max_states = 0;
+  int64_t value_decisions = 0;       // MakePlan calls ordered by the values
+  int64_t cost_order_decisions = 0;  // ... by the cost order (before the first solve)
+};
+
 // What a policy may know about the run.
 struct RunContext {
   const GpuTable* table = nullptr;
@@ -105,6 +117,8 @@ class Policy {
   // Wall times (ns) of the product-code calls inside the last Decide that ran
   // an exhaustive search (empty for baselines).
   virtual std::vector<int64_t> LastExhaustiveCallNs() const { return {}; }
+  // The value policy's solves so far in this run.
+  virtual SolveReport Solves() const { return {}; }
 };
 
 // Op counters (counted while measuring).
@@ -218,6 +232,7 @@ struct RunResult {
   // hashes = identical decision logs.
   uint64_t decision_hash = 0;
   int64_t policy_errors = 0;
+  SolveReport solves;  // the value policy's (product planner only)
 
   double acceptance() const { return offered ? static_cast<double>(accepted) / offered : 0; }
   double slice_acceptance() const {

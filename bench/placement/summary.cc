@@ -1,5 +1,6 @@
 #include "bench/placement/summary.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "bench/placement/baselines.h"
@@ -30,7 +31,8 @@ struct Pooled {
   int64_t accepted = 0, multi_offered = 0, multi_accepted = 0, errors = 0, abandoned = 0;
   int64_t waiting = 0;
   OpCounters ops;
-  std::string hash;  // of the first seed
+  std::string hash;    // of the first seed
+  SolveReport solves;  // summed (max fields: maxima)
 };
 
 Pooled Pool(const GpuTable& t, const PolicyRuns& runs) {
@@ -65,6 +67,14 @@ Pooled Pool(const GpuTable& t, const PolicyRuns& runs) {
     p.ops.plugin_restarts += r->ops.plugin_restarts;
     p.ops.substitutions += r->ops.substitutions;
     p.ops.exhaustive += r->ops.exhaustive;
+    p.solves.solves += r->solves.solves;
+    p.solves.failures += r->solves.failures;
+    p.solves.total_ns += r->solves.total_ns;
+    p.solves.max_ns = std::max(p.solves.max_ns, r->solves.max_ns);
+    p.solves.max_bytes = std::max(p.solves.max_bytes, r->solves.max_bytes);
+    p.solves.max_states = std::max(p.solves.max_states, r->solves.max_states);
+    p.solves.value_decisions += r->solves.value_decisions;
+    p.solves.cost_order_decisions += r->solves.cost_order_decisions;
     if (p.hash.empty()) {
       char buf[32];
       std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(r->decision_hash));
@@ -120,6 +130,19 @@ Json PolicyJson(const MatrixSpec& spec, const std::string& name, const Pooled& p
                        {"still_waiting", p.waiting}};
   }
   if (runs.lat.single.n() + runs.lat.multi.n() > 0) pj["latency"] = LatencyJson(name, runs.lat);
+  if (p.solves.value_decisions + p.solves.cost_order_decisions > 0) {
+    const SolveReport& s = p.solves;
+    pj["solve"] = Json{{"solves", s.solves},
+                       {"failures", s.failures},
+                       {"mean_ms", s.solves > 0 ? 1e-6 * static_cast<double>(s.total_ns) /
+                                                      static_cast<double>(s.solves)
+                                                : 0.0},
+                       {"max_ms", 1e-6 * static_cast<double>(s.max_ns)},
+                       {"max_kib", static_cast<double>(s.max_bytes) / 1024.0},
+                       {"max_states", s.max_states},
+                       {"value_decisions", s.value_decisions},
+                       {"cost_order_decisions", s.cost_order_decisions}};
+  }
   return pj;
 }
 
@@ -193,7 +216,7 @@ Json CellJson(const MatrixSpec& spec, const MatrixCell& c, const std::vector<Pol
     cell["policies"][name] = PolicyJson(spec, name, p, runs[pi]);
   }
   cell["best"] = Json{{"acc", BestOf(acc)}, {"slice", BestOf(slice)}};
-  for (const char* ref : {"migd", "migd-noidle"}) {
+  for (const char* ref : {"migd", "migd-slice", "migd-order", "migd-separable", "migd-noidle"}) {
     if (!acc.count(ref)) continue;
     for (const auto& [name, v] : acc) {
       if (name == ref) continue;

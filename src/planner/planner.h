@@ -271,8 +271,9 @@ class Planner {
   // Every candidate for one instance of `profile` (on `gpu` only, if given)
   // in `input`'s layouts (its request is ignored), best first by this
   // planner's policy: the first is what MakePlan chooses for a single-
-  // instance request of that profile. The DRA frontend publishes devices in
-  // this order. kInvalidArgument as MakePlan; an empty list when nothing fits.
+  // instance request of that profile (an order in which a frontend can offer
+  // devices to a scheduler). kInvalidArgument as MakePlan; an empty list when
+  // nothing fits.
   StatusOr<std::vector<RankedCandidate>> RankPlacements(const PlanInput& input,
                                                         std::string_view profile,
                                                         std::optional<GpuIndex> gpu = {});

@@ -4,7 +4,7 @@
 // costed on the input state, in the planner's decision order (the order of
 // the greedy search: cost, then reuse before create before reclaim, lower GPU
 // index, lower start), so that the first is exactly what MakePlan chooses.
-// Behind Planner::RankPlacements (the DRA frontend's device order) and
+// Behind Planner::RankPlacements (a device order for frontends) and
 // Planner::ExplainChoices (`migctl plan`'s chosen and next-best candidate).
 //
 // Thread-safety: pure functions over the call's data.

@@ -7,6 +7,7 @@
 
 #include "base/status_macros.h"
 #include "bench/placement/table.h"
+#include "bench/placement/trace.h"
 #include "bench/placement/workload.h"
 #include "mig/catalog.h"
 

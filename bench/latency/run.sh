@@ -10,9 +10,8 @@
 # Usage: bench/latency/run.sh [--quick]
 #   --quick  small sizes, no sleeping latency model (about a minute); writes
 #            under $BUILD_DIR/bench-latency/doc instead of docs/
-# Environment: BUILD_DIR (build-bench), TRACE_DIR (../shared/data/
-# alibaba-gpu-v2023 relative to the repository root; the Alibaba mix is
-# skipped if missing), JOBS (build jobs, nproc), WORK_DIR (where simulated
+# Environment: BUILD_DIR (build-bench), TRACE_DIR (the Alibaba pod lists,
+# default data/alibaba-gpu-v2023 in this repository), JOBS (build jobs, nproc), WORK_DIR (where simulated
 # machines and record stores live; default $BUILD_DIR/bench-latency/work, on
 # disk: the disk side of the comparisons), SEED (workload seed, 1),
 # SCENARIOS (latency models, primary first: a100-smi,hami-claim).
@@ -26,7 +25,7 @@ OUT=$BUILD/bench-latency
 # --quick writes its tables and plot under $OUT, never over the recorded run.
 DOCDIR=docs/benchmarks/latency
 if [ ${#QUICK[@]} -gt 0 ]; then DOCDIR=$OUT/doc; fi
-TRACE_DIR=${TRACE_DIR:-../shared/data/alibaba-gpu-v2023}
+TRACE_DIR=${TRACE_DIR:-data/alibaba-gpu-v2023}
 JOBS=${JOBS:-$(nproc)}
 WORK=${WORK_DIR:-$PWD/$OUT/work}
 # The simulator's state file: tmpfs, so that its write + rename per NVML call
@@ -41,8 +40,7 @@ cmake --build "$BUILD" -j "$JOBS" --target latency_bench latency_gbench latency_
 rm -rf "$OUT"
 mkdir -p "$OUT" "$WORK" "$DOCDIR"
 BIN=$BUILD/bin/latency_bench
-TRACE_ARGS=()
-if [ -d "$TRACE_DIR" ]; then TRACE_ARGS=(--trace-dir "$TRACE_DIR"); fi
+TRACE_ARGS=(--trace-dir "$TRACE_DIR")
 COMMANDS=()
 SEED=${SEED:-1}
 SCENARIOS=${SCENARIOS:-a100-smi,hami-claim}

@@ -110,9 +110,7 @@ class OrderPolicy : public RulePolicy {
  public:
   enum Kind { kLow, kHigh, kHami };
   explicit OrderPolicy(Kind kind) : kind_(kind) {}
-  std::string name() const override {
-    return kind_ == kLow ? "B1" : kind_ == kHigh ? "B2" : "B3";
-  }
+  std::string name() const override { return kind_ == kLow ? "B1" : kind_ == kHigh ? "B2" : "B3"; }
 
  protected:
   Status OnReset() override {
@@ -389,8 +387,7 @@ class HamiPrPolicy : public RulePolicy {
     for (int pair : t().profile(profile).pairs) {
       if (t().Add(s, pair) >= 0) c.push_back(pair);
     }
-    std::stable_sort(c.begin(), c.end(),
-                     [&](int a, int b) { return Score(s, a) > Score(s, b); });
+    std::stable_sort(c.begin(), c.end(), [&](int a, int b) { return Score(s, a) > Score(s, b); });
     return c;
   }
 
@@ -472,7 +469,8 @@ std::optional<Decision> SequentialDecide(const ClusterState& cs, const Request& 
       single.profiles = {req.profiles[k]};
       if (!ApplyDecision(scratch, single, *d, &ignored).ok()) return std::nullopt;
       for (Op op : d->ops) {
-        if (op.kind == OpKind::kCreate || op.kind == OpKind::kReuse) op.instance = static_cast<int>(k);
+        if (op.kind == OpKind::kCreate || op.kind == OpKind::kReuse)
+          op.instance = static_cast<int>(k);
         total.ops.push_back(op);
       }
       total.clears += d->clears;
@@ -541,9 +539,8 @@ class TemplatePolicy : public Policy {
     return OkStatus();
   }
   std::optional<Decision> Decide(const ClusterState& cs, const Request& req) override {
-    return SequentialDecide(cs, req, [this](const ClusterState& s, int p, int only) {
-      return One(s, p, only);
-    });
+    return SequentialDecide(
+        cs, req, [this](const ClusterState& s, int p, int only) { return One(s, p, only); });
   }
 
  private:
@@ -570,9 +567,8 @@ class TemplatePolicy : public Policy {
       int chosen = -1, slot = -1;
       for (int pass = 0; pass < 2 && chosen < 0; ++pass) {
         for (size_t k = 0; k < templates_.size(); ++k) {
-          const int s = SlotFor(t, templates_[k], profile, [&](int i) {
-            return pass == 1 || t.pair(i).profile == profile;
-          });
+          const int s = SlotFor(t, templates_[k], profile,
+                                [&](int i) { return pass == 1 || t.pair(i).profile == profile; });
           if (s >= 0) {
             chosen = static_cast<int>(k);
             slot = s;
@@ -606,9 +602,8 @@ class NosPolicy : public Policy {
     return OkStatus();
   }
   std::optional<Decision> Decide(const ClusterState& cs, const Request& req) override {
-    return SequentialDecide(cs, req, [this](const ClusterState& s, int p, int only) {
-      return One(s, p, only);
-    });
+    return SequentialDecide(
+        cs, req, [this](const ClusterState& s, int p, int only) { return One(s, p, only); });
   }
 
  private:

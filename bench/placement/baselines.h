@@ -1,6 +1,6 @@
 // File: bench/placement/baselines.h
 //
-// The baselines of placement.md §6.4, implemented inside the benchmark
+// The baselines of the placement benchmark, implemented inside it
 // (never linked into migd):
 //   B1  FF-low          first GPU by index, lowest legal start
 //   B2  FF-high         first GPU by index, highest legal start (end-packing)
@@ -12,11 +12,11 @@
 //   B5  template first-fit (Volcano, HAMi ≤ v2.9): HAMi legacy geometry list
 //   B6  nos geometry greedy: maximal layouts keeping used instances
 //   B8  best-fit pack: fullest GPU that can host, highest start
-//   B9  FGD adapted to MIG: minimise ΔF (placement.md §5.4)
+//   B9  FGD adapted to MIG: minimise ΔF, F(s) = free(s)·Σ_p w_p·[p not placeable]
 //   B10 exhaustive myopic: maximise Σ w_p·[p placeable somewhere after]
 //   B11 single-GPU MDP optimum (see mdp.h), as a policy for N = 1 (B11s: the
 //       slice-weighted optimum)
-// Common conventions (§6.4): GPUs in index order, ties to lower GPU then
+// Common conventions: GPUs in index order, ties to lower GPU then
 // lower start; multi-instance requests: a same-GPU request places its
 // instances in order on one GPU and rolls back, then tries the next GPU; an
 // any-GPU request places instance by instance (each by the baseline's rule)

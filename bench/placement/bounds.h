@@ -1,6 +1,6 @@
 // File: bench/placement/bounds.h
 //
-// Counting bounds (placement.md §6.4, §6.5), run by the same event loop on
+// Counting bounds, run by the same event loop on
 // the same request sequences as the policies:
 //   B12 repack oracle: admit iff the Active multiset plus the request fits N
 //       GPUs in some legal layouts (free, instant defragmentation);

@@ -1,6 +1,6 @@
 // File: bench/placement/mdp.h
 //
-// B11, the single-GPU MDP optimum (placement.md §6.4, §6.5 tier 3): states =
+// B11, the single-GPU MDP optimum: states =
 // the table's legal layouts (298 / 723), Poisson arrivals λ_p per class,
 // exponential lifetimes (rate 1), must accept when a legal placement exists,
 // action = placement, reward 1 per acceptance (count) or c_p (slice-weighted:
@@ -19,9 +19,9 @@
 namespace migd::bench {
 
 struct MdpResult {
-  double gain = 0;         // optimal average reward per mean lifetime
-  double acceptance = 0;   // gain / offered (count: Σλ; slice: Σ λ_p c_p)
-  std::vector<double> h;   // relative values, h[empty] = 0
+  double gain = 0;        // optimal average reward per mean lifetime
+  double acceptance = 0;  // gain / offered (count: Σλ; slice: Σ λ_p c_p)
+  std::vector<double> h;  // relative values, h[empty] = 0
   int iterations = 0;
   bool converged = false;
 };

@@ -11,6 +11,8 @@
 
 #include "planner/demand_mix.h"
 #include "planner/planner.h"
+#include "planner/solve_executor.h"
+#include "planner/value_service.h"
 
 namespace migd::bench {
 namespace {
@@ -21,11 +23,25 @@ class PlannerPolicy : public Policy {
  public:
   explicit PlannerPolicy(const PlannerPolicyOptions& o) : options_(o), mix_(0) {}
 
-  std::string name() const override { return options_.keep_idle ? "migd" : "migd-noidle"; }
+  std::string name() const override { return options_.name; }
   bool KeepsIdle() const override { return options_.keep_idle; }
   int64_t LastCoreNs() const override { return core_ns_; }
   int64_t Errors() const override { return errors_; }
   std::vector<int64_t> LastExhaustiveCallNs() const override { return exhaustive_ns_; }
+  SolveReport Solves() const override {
+    SolveReport r;
+    r.value_decisions = static_cast<int64_t>(planner_->counters().value_plans);
+    r.cost_order_decisions = static_cast<int64_t>(planner_->counters().cost_order_plans);
+    if (planner_->values() == nullptr) return r;
+    const planner::ValueServiceCounters c = planner_->values()->counters();
+    r.solves = static_cast<int64_t>(c.solves);
+    r.failures = static_cast<int64_t>(c.solve_failures);
+    r.total_ns = c.total_solve_ns;
+    r.max_ns = c.max_solve_ns;
+    r.max_bytes = c.max_bytes;
+    r.max_states = c.max_states;
+    return r;
+  }
 
   Status Reset(const RunContext& ctx) override {
     table_ = ctx.table;
@@ -41,7 +57,23 @@ class PlannerPolicy : public Policy {
       }
     }
     class_of_name_.clear();
-    for (int p = 0; p < table_->num_profiles(); ++p) class_of_name_[table_->profile(p).gi->name] = p;
+    for (int p = 0; p < table_->num_profiles(); ++p)
+      class_of_name_[table_->profile(p).gi->name] = p;
+    // A fresh planner per run: its values are learned from this run only.
+    // Solves run between decisions (ManualExecutor), so every run is
+    // reproducible and no decision waits for one, as with migd's background
+    // thread.
+    planner::PlannerOptions po;
+    executor_ = nullptr;
+    if (options_.value_policy) {
+      auto executor = std::make_unique<planner::ManualExecutor>();
+      executor_ = executor.get();
+      planner::ValueOptions vo;
+      vo.objective = options_.objective;
+      if (options_.separable) vo.multi_gpu = planner::MultiGpuValues::kSeparable;
+      po.values = std::make_shared<planner::ValueService>(vo, std::move(executor));
+    }
+    planner_ = std::make_unique<planner::Planner>(po);
     input_ = {};
     input_.gpus.resize(ctx.gpus);
     for (int g = 0; g < ctx.gpus; ++g) {
@@ -57,7 +89,8 @@ class PlannerPolicy : public Policy {
     const int64_t tick = Tick(cs.now);
     // Once per request (queue mode asks again for a waiting request; first
     // asks come in id order in both queue disciplines).
-    if (req.id > last_observed_) {
+    const bool first_ask = req.id > last_observed_;
+    if (first_ask) {
       last_observed_ = req.id;
       for (int p : req.profiles) mix_.Observe(table_->profile(p).gi->name, tick);
     }
@@ -92,6 +125,11 @@ class PlannerPolicy : public Policy {
         if (plan && (!best || plan->score < best->score)) best = std::move(plan);
       }
     }
+    if (first_ask) {
+      for (planner::InstanceRequest& ir : input_.request) ir.gpu.reset();
+      planner_->ObserveArrival(input_, best.has_value());
+      if (executor_ != nullptr) executor_->RunPending();
+    }
     if (!best) return std::nullopt;
     return ToDecision(*best, req);
   }
@@ -100,19 +138,19 @@ class PlannerPolicy : public Policy {
   int64_t Tick(double t) const { return std::llround(t / time_unit_ * kTicksPerLifetime); }
 
   std::optional<planner::Plan> Call() {
-    const uint64_t runs_before = planner_.counters().exhaustive_runs;
+    const uint64_t runs_before = planner_->counters().exhaustive_runs;
     int64_t best_ns = 0;
     StatusOr<planner::Plan> plan = InternalError("not called");
     for (int rep = 0; rep < std::max(1, options_.latency_repeats); ++rep) {
       const auto t0 = std::chrono::steady_clock::now();
-      plan = planner_.MakePlan(input_);
+      plan = planner_->MakePlan(input_);
       const int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                              std::chrono::steady_clock::now() - t0)
                              .count();
       best_ns = rep == 0 ? ns : std::min(best_ns, ns);
     }
     core_ns_ += best_ns;
-    if (planner_.counters().exhaustive_runs > runs_before) exhaustive_ns_.push_back(best_ns);
+    if (planner_->counters().exhaustive_runs > runs_before) exhaustive_ns_.push_back(best_ns);
     if (plan.ok()) return std::move(plan).value();
     if (plan.status().code() != StatusCode::kResourceExhausted) {
       // A planner error other than "no plan" is a bug worth seeing.
@@ -167,7 +205,8 @@ class PlannerPolicy : public Policy {
   }
 
   PlannerPolicyOptions options_;
-  planner::Planner planner_;
+  std::unique_ptr<planner::Planner> planner_ = std::make_unique<planner::Planner>();
+  planner::ManualExecutor* executor_ = nullptr;  // owned by the planner's ValueService
   planner::DemandMix mix_;
   planner::PlanInput input_;
   const GpuTable* table_ = nullptr;

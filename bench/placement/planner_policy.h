@@ -6,7 +6,7 @@
 // keys "<gpu>:<pair>", last-used ticks) and the request, calls
 // planner::Planner::MakePlan, and turns the Plan (reuse / create / reclaim)
 // into simulator ops. The demand mix is a planner::DemandMix fed with every
-// requested instance, as the engine does (DESIGN.md §7).
+// requested instance, as the engine does.
 //
 // Same-GPU multi-instance requests: the planner plans across GPUs unless an
 // instance names a GPU, so the adapter asks once per GPU with every instance
@@ -25,19 +25,31 @@
 #include <string>
 
 #include "bench/placement/sim.h"
+#include "planner/value_table.h"
 
 namespace migd::bench {
 
 struct PlannerPolicyOptions {
-  bool keep_idle = true;     // departure -> Idle (the product's behaviour); false: destroy
-  double half_life = 10.0;   // DemandMix half-life in mean lifetimes (0: no decay)
+  std::string name = "migd";
+  bool keep_idle = true;  // departure -> Idle (the product's behaviour); false: destroy
+  // The value policy (planner::ValueService) with this objective; false: the
+  // planner's cost order alone.
+  bool value_policy = true;
+  planner::Objective objective = planner::Objective::kCount;
+  // On several GPUs the values lead (planner::MultiGpuValues::kSeparable)
+  // instead of breaking the cost order's ties.
+  bool separable = false;
+  double half_life = 10.0;  // DemandMix half-life in mean lifetimes (0: no decay)
   // Time every MakePlan call this many times and keep the fastest (filters
   // preemption on a busy machine; the planner is pure, so repeats return the
   // same plan). 1 = time the single real call.
   int latency_repeats = 1;
 };
 
-// Names: "migd" (keep_idle), "migd-noidle".
+// Names: "migd" (value policy, count objective), "migd-slice" (value policy,
+// slice-weighted objective), "migd-order" (the cost order alone, the planner
+// before the value policy), "migd-noidle" (value policy, count, departures
+// destroy). MakePlannerPolicy takes the name from the options.
 std::unique_ptr<Policy> MakePlannerPolicy(const PlannerPolicyOptions& options);
 
 }  // namespace migd::bench

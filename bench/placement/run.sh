@@ -2,15 +2,16 @@
 # bench/placement/run.sh — the placement benchmark behind `make bench-placement`.
 #
 # Builds placement_bench and placement_report in build-bench/ (Release), runs
-# the matrix of placement.md §6 (synthetic mixes × loads × N, both Alibaba
-# traces, queue mode, lognormal lifetimes, H200 table, adversarial scripts, a
-# single-threaded latency run), draws the plots with gnuplot and writes
-# docs/benchmarks/placement.md. Sized to finish within 10 minutes on 2 cores.
+# the matrix of docs/benchmarks/placement.md (synthetic mixes × loads × N,
+# both Alibaba traces, queue mode, lognormal lifetimes, H200 table,
+# adversarial scripts, a single-threaded latency run), draws the plots with
+# gnuplot and writes docs/benchmarks/placement.md from
+# bench/placement/report_template.md. Sized to finish within 10 minutes on 2
+# cores.
 #
 # Environment: JOBS (worker threads, default nproc), SEEDS (10), EVENTS
-# (arrivals per run, 12000), TRACE_DIR (default ../shared/data/alibaba-gpu-v2023
-# relative to the repository root; trace runs are skipped if it is missing),
-# BUILD_DIR (build-bench).
+# (arrivals per run, 12000), TRACE_DIR (the Alibaba pod lists, default
+# data/alibaba-gpu-v2023 in this repository), BUILD_DIR (build-bench).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -18,7 +19,7 @@ BUILD=${BUILD_DIR:-build-bench}
 OUT=$BUILD/bench-placement
 DOC=docs/benchmarks/placement.md
 PLOTS=docs/benchmarks/placement
-TRACE_DIR=${TRACE_DIR:-../shared/data/alibaba-gpu-v2023}
+TRACE_DIR=${TRACE_DIR:-data/alibaba-gpu-v2023}
 JOBS=${JOBS:-$(nproc)}
 SEEDS=${SEEDS:-10}
 EVENTS=${EVENTS:-12000}
@@ -35,7 +36,7 @@ elapsed() {
 # Release with CMake's default flags (-O3 -DNDEBUG), set explicitly so that a
 # build dir configured earlier with other flags is reset. (The GCC 12 -O3
 # -Wrestrict false positives in std::string concatenation, GCC PR 105329,
-# were worked around in src/planner/plan_json.cc and report.cc.)
+# were worked around in src/planner and bench/placement/report_*.cc.)
 RELEASE_FLAGS="-O3 -DNDEBUG"
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_CXX_FLAGS_RELEASE="$RELEASE_FLAGS" >/dev/null
@@ -65,33 +66,30 @@ MAIN=(--model h100-80gb --seeds "$SEEDS" --events "$EVENTS")
 run synth "${MAIN[@]}" --mix uniform,small-heavy,no-7g,large-heavy,bimodal,uniform-dm,multi \
   --load "$LOADS" --gpus 1,2,4,8
 
-if [ -d "$TRACE_DIR" ]; then
-  for f in default gpushare100; do
-    csv=$TRACE_DIR/openb_pod_list_$f.csv
-    run "trace-$f-cc" "${MAIN[@]}" --trace "$csv" --trace-mapping compute-ceil \
-      --load "$LOADS" --gpus 4,8
-    run "trace-$f-me" "${MAIN[@]}" --trace "$csv" --trace-mapping memory-eighths \
-      --load "$GOAL_LOADS" --gpus 8
-  done
-else
-  echo "bench-placement: $TRACE_DIR not found; trace runs skipped" >&2
-fi
+for f in default gpushare100; do
+  csv=$TRACE_DIR/openb_pod_list_$f.csv
+  run "trace-$f-cc" "${MAIN[@]}" --trace "$csv" --trace-mapping compute-ceil \
+    --load "$LOADS" --gpus 4,8
+  run "trace-$f-me" "${MAIN[@]}" --trace "$csv" --trace-mapping memory-eighths \
+    --load "$GOAL_LOADS" --gpus 8
+done
 
-# migd without Idle instances, to isolate their effect.
-run diag "${MAIN[@]}" --mix uniform,small-heavy,no-7g --load 0.9 --gpus 1,8 \
-  --policies migd,migd-noidle,B10
+# migd without Idle instances, to isolate their effect, and with the values
+# leading on every node size (the separable approximation).
+run diag "${MAIN[@]}" --mix uniform,small-heavy,no-7g --load 0.9 --gpus 1,2,8 \
+  --policies migd,migd-noidle,migd-separable,B10
 
-BASE=migd,B1,B2,B3,B4a,B4b,B5,B6,B8,B9,B10,B12,B14
+BASE=migd,migd-slice,migd-order,B1,B2,B3,B4a,B4b,B5,B6,B8,B9,B10,B12,B14
 run h200 --model h200-141gb --seeds "$SEEDS" --events "$EVENTS" --mix uniform-dm \
   --load "$GOAL_LOADS" --gpus 8 --policies "$BASE"
 run lognormal "${MAIN[@]}" --lifetime lognormal --mix uniform,small-heavy --load "$GOAL_LOADS" \
   --gpus 8 --policies "$BASE"
 QUEUE=(--model h100-80gb --seeds "$SEEDS" --events 8000 --mode queue --mix uniform
-  --load 0.9,1.1 --gpus 4 --policies migd,B1,B2,B4b,B8,B9,B10,B12,B14)
+  --load 0.9,1.1 --gpus 4 --policies migd,migd-order,B1,B2,B4b,B8,B9,B10,B12,B14)
 run queue-fifo "${QUEUE[@]}"
 run queue-backfill "${QUEUE[@]}" --backfill
 
-SCRIPT_POLICIES=migd,B1,B2,B3,B4a,B4b,B5,B6,B8,B9,B10,B12,B14
+SCRIPT_POLICIES=migd,migd-order,B1,B2,B3,B4a,B4b,B5,B6,B8,B9,B10,B12,B14
 run script-dra933 --model h100-80gb --script dra933 --policies "$SCRIPT_POLICIES"
 run script-reverse --model h100-80gb --script reverse --policies "$SCRIPT_POLICIES"
 run script-churn4g-fifo --model h100-80gb --script churn4g --mode queue --patience 1000 \
@@ -151,7 +149,8 @@ write_meta() {
 }
 
 report() {
-  "$BUILD/bin/placement_report" --results "$OUT" --meta "$OUT/meta.json" --out "$DOC" \
+  "$BUILD/bin/placement_report" --results "$OUT" --meta "$OUT/meta.json" \
+    --template bench/placement/report_template.md --out "$DOC" \
     --plots-dir "$PLOTS" --data-dir "$OUT/plots"
 }
 

@@ -4,7 +4,7 @@
 // seeds × policies, run on worker threads, each (cell, seed) generating its
 // request sequence once and running every policy on it (common random
 // numbers); then per-cell summaries with 95% confidence intervals of paired
-// (per-seed) differences (placement.md §6.6), written as JSON.
+// (per-seed) differences, written as JSON (summary.h).
 //
 // Thread-safety: RunMatrix is called from one thread; it owns its workers.
 #ifndef MIGD_BENCH_PLACEMENT_RUNNER_H_
@@ -12,23 +12,24 @@
 
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "base/status.h"
 #include "bench/placement/planner_policy.h"
 #include "bench/placement/sim.h"
+#include "bench/placement/stats.h"
+#include "bench/placement/trace.h"
 #include "bench/placement/workload.h"
 
 namespace migd::bench {
 
 struct MatrixSpec {
   std::string model = "a100-40gb";
-  std::vector<std::string> policies;   // "migd", "migd-noidle", "B1".."B11", "B12", "B14"
-  std::vector<std::string> mixes;      // synthetic (ignored with a trace or script)
+  std::vector<std::string> policies;  // "migd", "migd-noidle", "B1".."B11", "B12", "B14"
+  std::vector<std::string> mixes;     // synthetic (ignored with a trace or script)
   std::vector<double> loads;
   std::vector<int> gpus;
   int seeds = 10;
@@ -56,19 +57,9 @@ std::unique_ptr<Allocator> MakeAllocator(const std::string& name,
 // Every policy name MakeAllocator knows.
 std::vector<std::string> KnownPolicies();
 
-// Two-sided 95% Student t quantile for `df` degrees of freedom.
-double TQuantile975(int df);
-
-struct MeanCi {
-  double mean = 0;
-  double half_width = 0;  // 95% CI = mean ± half_width (0 with one sample)
-  int n = 0;
-};
-MeanCi Summarise(const std::vector<double>& x);
-
-// Runs the matrix; returns the results document (see RunMatrix's JSON in
-// docs/benchmarks/placement.md, "Files"). kInvalidArgument on a bad spec,
-// kInternal if a policy produced an illegal decision.
+// Runs the matrix; returns the results document (summary.h).
+// kInvalidArgument on a bad spec, kInternal if a policy produced an illegal
+// decision.
 StatusOr<nlohmann::json> RunMatrix(const MatrixSpec& spec);
 
 }  // namespace migd::bench

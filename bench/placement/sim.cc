@@ -124,9 +124,10 @@ Status ApplyDecision(ClusterState& st, const Request& req, const Decision& d, Op
       }
       case OpKind::kDestroy: {
         Instance* inst = FindMutable(g, op.pair);
-        if (inst == nullptr) return InternalError("destroy of a missing instance on " + OpWhere(op));
-        if (!inst->idle) return InternalError("eviction (destroy of an Active instance) on " +
-                                              OpWhere(op));
+        if (inst == nullptr)
+          return InternalError("destroy of a missing instance on " + OpWhere(op));
+        if (!inst->idle)
+          return InternalError("eviction (destroy of an Active instance) on " + OpWhere(op));
         g.instances.erase(g.instances.begin() + (inst - g.instances.data()));
         g.state = t.Remove(g.state, op.pair);
         ++c->destroys;
@@ -174,8 +175,8 @@ Status ReleaseRequest(ClusterState& st, const Request& req, bool keep_idle, OpCo
   }
   if (released != req.profiles.size()) {
     return InternalError("request " + std::to_string(req.id) + ": released " +
-                         std::to_string(released) + " of " +
-                         std::to_string(req.profiles.size()) + " instances");
+                         std::to_string(released) + " of " + std::to_string(req.profiles.size()) +
+                         " instances");
   }
   return OkStatus();
 }
@@ -273,178 +274,219 @@ StatusOr<ArrivalMode> ParseArrivalMode(std::string_view name) {
   return InvalidArgumentError("mode must be loss or queue, got \"" + std::string(name) + "\"");
 }
 
-StatusOr<RunResult> RunSimulation(Allocator& alloc, const RunContext& ctx,
-                                  const std::vector<Request>& requests, const SimOptions& options) {
-  const GpuTable& t = *ctx.table;
-  MIGD_RETURN_IF_ERROR(alloc.Reset(ctx));
-  RunResult r;
-  r.policy = alloc.name();
-  r.class_offered.assign(t.num_profiles(), 0);
-  r.class_accepted.assign(t.num_profiles(), 0);
-  const int64_t warmup = static_cast<int64_t>(options.warmup_fraction *
-                                              static_cast<double>(requests.size()));
-  const double capacity_c = static_cast<double>(t.compute_slices()) * ctx.gpus;
-  const double capacity_m = static_cast<double>(t.memory_slices()) * ctx.gpus;
-  int largest = 0;
-  for (int p = 1; p < t.num_profiles(); ++p) {
-    if (t.profile(p).compute > t.profile(largest).compute) largest = p;
+namespace {
+
+// One run of the event loop: arrivals in sequence order, departures from a
+// heap, the queue in queue mode; metrics over the measured window.
+class Simulation {
+ public:
+  Simulation(Allocator& alloc, const RunContext& ctx, const std::vector<Request>& requests,
+             const SimOptions& options)
+      : alloc_(alloc),
+        ctx_(ctx),
+        t_(*ctx.table),
+        requests_(requests),
+        options_(options),
+        warmup_(
+            static_cast<int64_t>(options.warmup_fraction * static_cast<double>(requests.size()))),
+        patience_(options.patience * ctx.time_unit),
+        class_waits_(t_.num_profiles()) {
+    r_.policy = alloc.name();
+    r_.class_offered.assign(t_.num_profiles(), 0);
+    r_.class_accepted.assign(t_.num_profiles(), 0);
+    for (int p = 1; p < t_.num_profiles(); ++p) {
+      if (t_.profile(p).compute > t_.profile(largest_).compute) largest_ = p;
+    }
   }
 
-  // Departures: (time, request index), earliest first; ties by index.
-  using Dep = std::pair<double, size_t>;
-  std::priority_queue<Dep, std::vector<Dep>, std::greater<Dep>> departures;
-  std::deque<size_t> waiting;
-  std::vector<double> waits;
-  std::vector<std::vector<double>> class_waits(t.num_profiles());
-
-  bool measuring = false;
-  double measure_start = 0, last_t = 0;
-  double area_c = 0, area_m = 0;
-  double frag_sum = 0, whole_sum = 0;
-  int64_t samples = 0;
-  const double patience = options.patience * ctx.time_unit;
-
-  auto advance = [&](double now) {
-    if (measuring && now > last_t) {
-      area_c += alloc.ActiveCompute() * (now - last_t);
-      area_m += alloc.ActiveMemory() * (now - last_t);
+  StatusOr<RunResult> Run() {
+    for (size_t i = 0; i < requests_.size(); ++i) MIGD_RETURN_IF_ERROR(Arrive(i));
+    const double end = requests_.empty() ? 0 : requests_.back().arrival;
+    Advance(end);
+    for (size_t idx : waiting_) {
+      if (requests_[idx].id >= warmup_) ++r_.still_waiting;
+      Account(requests_[idx], false);
     }
-    last_t = std::max(last_t, now);
-  };
-  auto account = [&](const Request& req, bool ok) {
-    if (req.id < warmup) return;
-    ++r.offered;
-    const double st = RequestCompute(t, req) * req.lifetime;
-    r.offered_slice_time += st;
-    if (req.profiles.size() > 1) ++r.multi_offered;
-    for (int p : req.profiles) ++r.class_offered[p];
+    Finish(end);
+    return r_;
+  }
+
+ private:
+  void Advance(double now) {
+    if (measuring_ && now > last_t_) {
+      area_c_ += alloc_.ActiveCompute() * (now - last_t_);
+      area_m_ += alloc_.ActiveMemory() * (now - last_t_);
+    }
+    last_t_ = std::max(last_t_, now);
+  }
+
+  void Account(const Request& req, bool ok) {
+    if (req.id < warmup_) return;
+    ++r_.offered;
+    const double st = RequestCompute(t_, req) * req.lifetime;
+    r_.offered_slice_time += st;
+    if (req.profiles.size() > 1) ++r_.multi_offered;
+    for (int p : req.profiles) ++r_.class_offered[p];
     if (!ok) return;
-    ++r.accepted;
-    r.accepted_slice_time += st;
-    if (req.profiles.size() > 1) ++r.multi_accepted;
-    for (int p : req.profiles) ++r.class_accepted[p];
-  };
-  auto admit = [&](size_t idx, double now, bool* ok) -> Status {
-    const Request& req = requests[idx];
-    MIGD_RETURN_IF_ERROR(alloc.TryAdmit(req, now, ok));
-    if (*ok) departures.push({now + req.lifetime, idx});
+    ++r_.accepted;
+    r_.accepted_slice_time += st;
+    if (req.profiles.size() > 1) ++r_.multi_accepted;
+    for (int p : req.profiles) ++r_.class_accepted[p];
+  }
+
+  Status Admit(size_t idx, double now, bool* ok) {
+    const Request& req = requests_[idx];
+    MIGD_RETURN_IF_ERROR(alloc_.TryAdmit(req, now, ok));
+    if (*ok) departures_.push({now + req.lifetime, idx});
     return OkStatus();
-  };
+  }
+
+  void RecordWait(const Request& req, double wait) {
+    if (req.id < warmup_) return;
+    waits_.push_back(wait);
+    class_waits_[req.profiles[0]].push_back(wait);
+  }
+
   // Queue mode: serve waiting requests in FIFO order (with backfill: any that fit).
-  auto drain = [&](double now) -> Status {
-    for (auto it = waiting.begin(); it != waiting.end();) {
-      const Request& req = requests[*it];
-      if (now - req.arrival > patience) {
-        if (req.id >= warmup) ++r.abandoned;
-        account(req, false);
-        it = waiting.erase(it);
+  Status Drain(double now) {
+    for (auto it = waiting_.begin(); it != waiting_.end();) {
+      const Request& req = requests_[*it];
+      if (now - req.arrival > patience_) {
+        if (req.id >= warmup_) ++r_.abandoned;
+        Account(req, false);
+        it = waiting_.erase(it);
         continue;
       }
       bool ok = false;
-      MIGD_RETURN_IF_ERROR(admit(*it, now, &ok));
+      MIGD_RETURN_IF_ERROR(Admit(*it, now, &ok));
       if (ok) {
-        if (req.id >= warmup) {
-          waits.push_back(now - req.arrival);
-          class_waits[req.profiles[0]].push_back(now - req.arrival);
-        }
-        account(req, true);
-        it = waiting.erase(it);
+        RecordWait(req, now - req.arrival);
+        Account(req, true);
+        it = waiting_.erase(it);
         continue;
       }
-      if (!options.backfill) break;
+      if (!options_.backfill) break;
       ++it;
     }
     return OkStatus();
-  };
+  }
 
-  for (size_t i = 0; i < requests.size(); ++i) {
-    const Request& req = requests[i];
+  // The frag ratio and whole GPUs of the Active layout at an arrival.
+  void Sample() {
+    const ClusterState* cs = alloc_.cluster();
+    if (cs == nullptr) return;
+    double f = 0, free_total = 0;
+    int whole = 0;
+    for (const GpuState& g : cs->gpus) {
+      const StateInfo& si = t_.state(g.active_state);
+      const double free_g = t_.compute_slices() - si.compute;
+      double unplaceable = 0;
+      for (int p = 0; p < t_.num_profiles(); ++p) {
+        if (!(si.placeable >> p & 1u)) unplaceable += ctx_.class_weights[p];
+      }
+      f += free_g * unplaceable;
+      free_total += free_g;
+      if (si.placeable >> largest_ & 1u) ++whole;
+    }
+    frag_sum_ += free_total > 0 ? f / free_total : 0;
+    whole_sum_ += whole;
+    ++samples_;
+  }
+
+  Status Arrive(size_t i) {
+    const Request& req = requests_[i];
     const double now = req.arrival;
-    while (!departures.empty() && departures.top().first <= now) {
-      const auto [when, idx] = departures.top();
-      departures.pop();
-      advance(when);
-      MIGD_RETURN_IF_ERROR(alloc.Release(requests[idx], when));
-      if (options.mode == ArrivalMode::kQueue) MIGD_RETURN_IF_ERROR(drain(when));
+    while (!departures_.empty() && departures_.top().first <= now) {
+      const auto [when, idx] = departures_.top();
+      departures_.pop();
+      Advance(when);
+      MIGD_RETURN_IF_ERROR(alloc_.Release(requests_[idx], when));
+      if (options_.mode == ArrivalMode::kQueue) MIGD_RETURN_IF_ERROR(Drain(when));
     }
-    advance(now);
-    if (!measuring && req.id >= warmup) {
-      measuring = true;
-      measure_start = now;
-      last_t = now;
-      alloc.SetMeasuring(true);
+    Advance(now);
+    if (!measuring_ && req.id >= warmup_) {
+      measuring_ = true;
+      measure_start_ = now;
+      last_t_ = now;
+      alloc_.SetMeasuring(true);
     }
-    if (measuring) {
-      if (const ClusterState* cs = alloc.cluster()) {
-        double f = 0, free_total = 0;
-        int whole = 0;
-        for (const GpuState& g : cs->gpus) {
-          const StateInfo& si = t.state(g.active_state);
-          const double free_g = t.compute_slices() - si.compute;
-          double unplaceable = 0;
-          for (int p = 0; p < t.num_profiles(); ++p) {
-            if (!(si.placeable >> p & 1u)) unplaceable += ctx.class_weights[p];
-          }
-          f += free_g * unplaceable;
-          free_total += free_g;
-          if (si.placeable >> largest & 1u) ++whole;
-        }
-        frag_sum += free_total > 0 ? f / free_total : 0;
-        whole_sum += whole;
-        ++samples;
-      }
+    if (measuring_) Sample();
+    bool ok = false;
+    if (options_.mode == ArrivalMode::kLoss) {
+      MIGD_RETURN_IF_ERROR(Admit(i, now, &ok));
+      Account(req, ok);
+      return OkStatus();
     }
-    if (options.mode == ArrivalMode::kLoss) {
-      bool ok = false;
-      MIGD_RETURN_IF_ERROR(admit(i, now, &ok));
-      account(req, ok);
+    if (waiting_.empty() || options_.backfill) MIGD_RETURN_IF_ERROR(Admit(i, now, &ok));
+    if (ok) {
+      RecordWait(req, 0);
+      Account(req, true);
     } else {
-      bool ok = false;
-      if (waiting.empty() || options.backfill) MIGD_RETURN_IF_ERROR(admit(i, now, &ok));
-      if (ok) {
-        if (req.id >= warmup) {
-          waits.push_back(0);
-          class_waits[req.profiles[0]].push_back(0);
-        }
-        account(req, true);
-      } else {
-        waiting.push_back(i);
+      waiting_.push_back(i);
+    }
+    return OkStatus();
+  }
+
+  void Finish(double end) {
+    const double span = end - measure_start_;
+    if (span > 0) {
+      const double capacity_c = static_cast<double>(t_.compute_slices()) * ctx_.gpus;
+      const double capacity_m = static_cast<double>(t_.memory_slices()) * ctx_.gpus;
+      r_.util_compute = area_c_ / (span * capacity_c);
+      r_.util_memory = area_m_ / (span * capacity_m);
+    }
+    if (samples_ > 0) {
+      r_.frag_ratio = frag_sum_ / static_cast<double>(samples_);
+      r_.whole_gpu_free = whole_sum_ / static_cast<double>(samples_);
+    }
+    r_.ops = alloc_.counters();
+    if (options_.mode == ArrivalMode::kQueue) {
+      double sum = 0;
+      for (double w : waits_) sum += w;
+      r_.wait_mean = waits_.empty() ? 0 : sum / static_cast<double>(waits_.size()) / ctx_.time_unit;
+      Percentile(waits_, 0.99, &r_.wait_p99);
+      r_.wait_p99 /= ctx_.time_unit;
+      r_.class_wait_p99.assign(t_.num_profiles(), 0);
+      for (int p = 0; p < t_.num_profiles(); ++p) {
+        Percentile(class_waits_[p], 0.99, &r_.class_wait_p99[p]);
+        r_.class_wait_p99[p] /= ctx_.time_unit;
       }
     }
-  }
-  const double end = requests.empty() ? 0 : requests.back().arrival;
-  advance(end);
-  for (size_t idx : waiting) {
-    if (requests[idx].id >= warmup) ++r.still_waiting;
-    account(requests[idx], false);
-  }
-  const double span = end - measure_start;
-  if (span > 0) {
-    r.util_compute = area_c / (span * capacity_c);
-    r.util_memory = area_m / (span * capacity_m);
-  }
-  if (samples > 0) {
-    r.frag_ratio = frag_sum / static_cast<double>(samples);
-    r.whole_gpu_free = whole_sum / static_cast<double>(samples);
-  }
-  r.ops = alloc.counters();
-  if (options.mode == ArrivalMode::kQueue) {
-    double sum = 0;
-    for (double w : waits) sum += w;
-    r.wait_mean = waits.empty() ? 0 : sum / static_cast<double>(waits.size()) / ctx.time_unit;
-    Percentile(waits, 0.99, &r.wait_p99);
-    r.wait_p99 /= ctx.time_unit;
-    r.class_wait_p99.assign(t.num_profiles(), 0);
-    for (int p = 0; p < t.num_profiles(); ++p) {
-      Percentile(class_waits[p], 0.99, &r.class_wait_p99[p]);
-      r.class_wait_p99[p] /= ctx.time_unit;
+    if (const auto* pa = dynamic_cast<const PlacementAllocator*>(&alloc_)) {
+      r_.decision_hash = pa->decision_hash();
+      r_.policy_errors = pa->policy().Errors();
+      r_.solves = pa->policy().Solves();
     }
   }
-  if (const auto* pa = dynamic_cast<const PlacementAllocator*>(&alloc)) {
-    r.decision_hash = pa->decision_hash();
-    r.policy_errors = pa->policy().Errors();
-  }
-  return r;
+
+  Allocator& alloc_;
+  const RunContext& ctx_;
+  const GpuTable& t_;
+  const std::vector<Request>& requests_;
+  const SimOptions& options_;
+  const int64_t warmup_;
+  const double patience_;
+  RunResult r_;
+  int largest_ = 0;  // the class with the most compute
+  // Departures: (time, request index), earliest first; ties by index.
+  using Dep = std::pair<double, size_t>;
+  std::priority_queue<Dep, std::vector<Dep>, std::greater<Dep>> departures_;
+  std::deque<size_t> waiting_;
+  std::vector<double> waits_;
+  std::vector<std::vector<double>> class_waits_;
+  bool measuring_ = false;
+  double measure_start_ = 0, last_t_ = 0;
+  double area_c_ = 0, area_m_ = 0;
+  double frag_sum_ = 0, whole_sum_ = 0;
+  int64_t samples_ = 0;
+};
+
+}  // namespace
+
+StatusOr<RunResult> RunSimulation(Allocator& alloc, const RunContext& ctx,
+                                  const std::vector<Request>& requests, const SimOptions& options) {
+  MIGD_RETURN_IF_ERROR(alloc.Reset(ctx));
+  return Simulation(alloc, ctx, requests, options).Run();
 }
 
 }  // namespace migd::bench

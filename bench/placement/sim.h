@@ -1,10 +1,9 @@
 // File: bench/placement/sim.h
 //
-// The discrete-event simulator of the placement benchmark (placement.md §6.1,
-// §6.3): cluster state, the Policy interface every placement policy (the
-// product planner's adapter and the baselines B1–B11) implements, the
+// The discrete-event simulator of the placement benchmark: cluster state, the Policy interface
+// every placement policy (the product planner's adapter and the baselines B1–B11) implements, the
 // allocators the event loop drives (a Policy over a ClusterState, or a
-// counting bound B12/B14), and the per-run metrics (§5).
+// counting bound B12/B14), and the per-run metrics.
 //
 // Model: each GPU is one GpuTable state (all GIs) plus the list of its
 // instances, each Active (owned by a request) or Idle (released, kept warm).
@@ -37,13 +36,13 @@ namespace migd::bench {
 struct Instance {
   int pair = 0;
   bool idle = false;
-  int64_t owner = -1;      // request id while Active
-  double last_used = 0;    // release time while Idle
+  int64_t owner = -1;    // request id while Active
+  double last_used = 0;  // release time while Idle
 };
 
 struct GpuState {
-  int state = 0;           // table state of all GIs (Active + Idle)
-  int active_state = 0;    // table state of the Active GIs only
+  int state = 0;                    // table state of all GIs (Active + Idle)
+  int active_state = 0;             // table state of the Active GIs only
   std::vector<Instance> instances;  // ascending pair index
   // The instance at `pair`, or nullptr.
   const Instance* Find(int pair) const;
@@ -79,13 +78,25 @@ struct Decision {
   bool exhaustive = false;  // produced by an exhaustive search (product planner)
 };
 
-// What a policy may know about the run (placement.md §6.4).
+// The value policy's solves in one run (the product planner only).
+struct SolveReport {
+  int64_t solves = 0;
+  int64_t failures = 0;
+  int64_t total_ns = 0;
+  int64_t max_ns = 0;
+  size_t max_bytes = 0;
+  size_t max_states = 0;
+  int64_t value_decisions = 0;       // MakePlan calls ordered by the values
+  int64_t cost_order_decisions = 0;  // ... by the cost order (before the first solve)
+};
+
+// What a policy may know about the run.
 struct RunContext {
   const GpuTable* table = nullptr;
   int gpus = 1;
   std::vector<double> class_weights;  // w_p, Σ = 1: the known (or empirical) mix
-  std::vector<double> class_rates;    // λ_p per mean lifetime (synthetic single-instance), or empty
-  double time_unit = 1;               // the mean lifetime in simulation time units
+  std::vector<double> class_rates;  // λ_p per mean lifetime (synthetic single-instance), or empty
+  double time_unit = 1;             // the mean lifetime in simulation time units
 };
 
 class Policy {
@@ -106,18 +117,20 @@ class Policy {
   // Wall times (ns) of the product-code calls inside the last Decide that ran
   // an exhaustive search (empty for baselines).
   virtual std::vector<int64_t> LastExhaustiveCallNs() const { return {}; }
+  // The value policy's solves so far in this run.
+  virtual SolveReport Solves() const { return {}; }
 };
 
 // Op counters (counted while measuring).
 struct OpCounters {
-  int64_t creates = 0;          // GI creates (incl. Idle pre-creates)
-  int64_t destroys = 0;         // GI destroys (reclaims + destroys at departure)
-  int64_t reclaims = 0;         // Idle instances destroyed by a decision
-  int64_t reuses = 0;           // Idle instances handed out
+  int64_t creates = 0;   // GI creates (incl. Idle pre-creates)
+  int64_t destroys = 0;  // GI destroys (reclaims + destroys at departure)
+  int64_t reclaims = 0;  // Idle instances destroyed by a decision
+  int64_t reuses = 0;    // Idle instances handed out
   int64_t clears = 0;
   int64_t plugin_restarts = 0;
-  int64_t substitutions = 0;    // instance of a larger class than requested (B5)
-  int64_t exhaustive = 0;       // decisions by exhaustive search
+  int64_t substitutions = 0;  // instance of a larger class than requested (B5)
+  int64_t exhaustive = 0;     // decisions by exhaustive search
 };
 
 // Applies `d` for `req` to `state`. kInternal (a policy bug) if an op is
@@ -208,17 +221,18 @@ struct RunResult {
   std::vector<int64_t> class_offered, class_accepted;      // per instance class
   int64_t multi_offered = 0, multi_accepted = 0;
   OpCounters ops;
-  double frag_ratio = 0;          // mean of F/Σfree over measured arrivals (placement only)
-  double whole_gpu_free = 0;      // mean GPUs able to host the largest class
+  double frag_ratio = 0;      // mean of F/Σfree over measured arrivals (placement only)
+  double whole_gpu_free = 0;  // mean GPUs able to host the largest class
   double util_compute = 0, util_memory = 0;  // time-averaged, fractions of capacity
   // Queue mode.
   int64_t abandoned = 0, still_waiting = 0;
   double wait_mean = 0, wait_p99 = 0;
   std::vector<double> class_wait_p99;
   // FNV-1a hash over every decision (request id, ops) of the run: equal
-  // hashes = identical decision logs (placement.md §6.8).
+  // hashes = identical decision logs.
   uint64_t decision_hash = 0;
   int64_t policy_errors = 0;
+  SolveReport solves;  // the value policy's (product planner only)
 
   double acceptance() const { return offered ? static_cast<double>(accepted) / offered : 0; }
   double slice_acceptance() const {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "base/status_macros.h"
 #include "mig/layout.h"
 
 namespace migd::bench {
@@ -22,9 +23,9 @@ StatusOr<GpuTable> GpuTable::Build(const mig::GpuModel& model, bool include_doub
       classes.emplace_back(ProfileClassKey(p), &p);
     }
   }
-  if (include_double_memory &&
-      std::none_of(classes.begin(), classes.end(),
-                   [](const auto& c) { return c.second->variant == mig::Variant::kDoubleMemory; })) {
+  if (include_double_memory && std::none_of(classes.begin(), classes.end(), [](const auto& c) {
+        return c.second->variant == mig::Variant::kDoubleMemory;
+      })) {
     return InvalidArgumentError("model " + model.key + " has no double-memory 1g profile");
   }
   // Order: by compute, then memory (1g, 1g.dm, 2g, 3g, 4g, 7g).
@@ -37,91 +38,108 @@ StatusOr<GpuTable> GpuTable::Build(const mig::GpuModel& model, bool include_doub
   return BuildFrom(model, classes);
 }
 
-StatusOr<GpuTable> GpuTable::BuildFrom(
-    const mig::GpuModel& model,
+Status GpuTable::AddClasses(
     const std::vector<std::pair<std::string, const mig::GiProfile*>>& classes) {
-  GpuTable t;
-  t.model_ = &model;
   if (classes.empty() || static_cast<int>(classes.size()) > kMaxProfiles) {
     return InvalidArgumentError("need 1.." + std::to_string(kMaxProfiles) + " profile classes");
   }
-  std::vector<const mig::GiProfile*> gis;
   for (const auto& [key, gi] : classes) {
     ProfileClass pc;
     pc.key = key;
     pc.gi = gi;
     pc.compute = static_cast<int>(gi->slice_count);
     pc.memory = static_cast<int>(gi->placement_size());
-    const int p = static_cast<int>(t.profiles_.size());
+    const int p = static_cast<int>(profiles_.size());
     for (const mig::Placement& pl : gi->placements) {
-      pc.pairs.push_back(static_cast<int>(t.pairs_.size()));
-      t.pairs_.push_back({p, pl.start, pl.size, pl.Mask()});
+      pc.pairs.push_back(static_cast<int>(pairs_.size()));
+      pairs_.push_back({p, pl.start, pl.size, pl.Mask()});
     }
-    t.profiles_.push_back(std::move(pc));
-    gis.push_back(gi);
+    profiles_.push_back(std::move(pc));
   }
-  if (static_cast<int>(t.pairs_.size()) > kMaxPairs) {
-    return InvalidArgumentError("table of " + model.key + " has " +
-                                std::to_string(t.pairs_.size()) + " pairs (max " +
+  if (static_cast<int>(pairs_.size()) > kMaxPairs) {
+    return InvalidArgumentError("table of " + model_->key + " has " +
+                                std::to_string(pairs_.size()) + " pairs (max " +
                                 std::to_string(kMaxPairs) + ")");
   }
-  const std::vector<mig::Layout> layouts = mig::EnumerateLayouts(model, gis);
-  const size_t npairs = t.pairs_.size();
-  t.by_set_.assign(size_t{1} << npairs, -1);
-  // The empty layout first, then by instance count, then pair set: state 0 is empty.
+  return OkStatus();
+}
+
+std::vector<uint32_t> GpuTable::LegalPairSets() const {
+  std::vector<const mig::GiProfile*> gis;
+  for (const ProfileClass& pc : profiles_) gis.push_back(pc.gi);
+  const std::vector<mig::Layout> layouts = mig::EnumerateLayouts(*model_, gis);
   std::vector<uint32_t> sets;
   for (const mig::Layout& l : layouts) {
     uint32_t set = 0;
     for (const mig::PlacedGi& gi : l.instances()) {
-      for (size_t i = 0; i < npairs; ++i) {
-        const PairInfo& pi = t.pairs_[i];
-        if (t.profiles_[pi.profile].gi == gi.profile && pi.start == gi.placement.start) {
+      for (size_t i = 0; i < pairs_.size(); ++i) {
+        const PairInfo& pi = pairs_[i];
+        if (profiles_[pi.profile].gi == gi.profile && pi.start == gi.placement.start) {
           set |= 1u << i;
         }
       }
     }
     sets.push_back(set);
   }
+  // The empty layout first, then by instance count, then pair set: state 0 is empty.
   std::sort(sets.begin(), sets.end(), [](uint32_t a, uint32_t b) {
     const int pa = __builtin_popcount(a);
     const int pb = __builtin_popcount(b);
     return pa != pb ? pa < pb : a < b;
   });
   sets.erase(std::unique(sets.begin(), sets.end()), sets.end());
+  return sets;
+}
+
+void GpuTable::FillState(size_t s) {
+  const size_t npairs = pairs_.size();
+  StateInfo& st = states_[s];
+  const uint32_t set = st.pair_set;
+  for (size_t i = 0; i < npairs; ++i) {
+    const uint32_t bit = 1u << i;
+    const PairInfo& pi = pairs_[i];
+    if (set & bit) {
+      st.mask |= pi.mask;
+      st.compute += profiles_[pi.profile].compute;
+      st.memory += profiles_[pi.profile].memory;
+      ++st.instances;
+      ++st.count[pi.profile];
+      remove_[s * npairs + i] = by_set_[set & ~bit];
+    } else {
+      const int16_t next = by_set_[set | bit];
+      add_[s * npairs + i] = next;
+      if (next >= 0) {
+        st.placeable |= 1u << pi.profile;
+        ++st.legal_pairs;
+      }
+    }
+  }
+  st.maximal = st.legal_pairs == 0;
+  int run = 0;
+  for (int u = 0; u < static_cast<int>(model_->memory_slices); ++u) {
+    run = (st.mask >> u) & 1u ? 0 : run + 1;
+    st.largest_free_run = std::max(st.largest_free_run, run);
+  }
+  max_instances_ = std::max(max_instances_, st.instances);
+}
+
+StatusOr<GpuTable> GpuTable::BuildFrom(
+    const mig::GpuModel& model,
+    const std::vector<std::pair<std::string, const mig::GiProfile*>>& classes) {
+  GpuTable t;
+  t.model_ = &model;
+  MIGD_RETURN_IF_ERROR(t.AddClasses(classes));
+  const std::vector<uint32_t> sets = t.LegalPairSets();
   if (sets.size() > 32000) return InvalidArgumentError("too many states");
+  const size_t npairs = t.pairs_.size();
+  t.by_set_.assign(size_t{1} << npairs, -1);
   for (size_t s = 0; s < sets.size(); ++s) t.by_set_[sets[s]] = static_cast<int16_t>(s);
   t.states_.resize(sets.size());
   t.add_.assign(sets.size() * npairs, -1);
   t.remove_.assign(sets.size() * npairs, -1);
   for (size_t s = 0; s < sets.size(); ++s) {
-    StateInfo& st = t.states_[s];
-    st.pair_set = sets[s];
-    for (size_t i = 0; i < npairs; ++i) {
-      const uint32_t bit = 1u << i;
-      const PairInfo& pi = t.pairs_[i];
-      if (sets[s] & bit) {
-        st.mask |= pi.mask;
-        st.compute += t.profiles_[pi.profile].compute;
-        st.memory += t.profiles_[pi.profile].memory;
-        ++st.instances;
-        ++st.count[pi.profile];
-        t.remove_[s * npairs + i] = t.by_set_[sets[s] & ~bit];
-      } else {
-        const int16_t next = t.by_set_[sets[s] | bit];
-        t.add_[s * npairs + i] = next;
-        if (next >= 0) {
-          st.placeable |= 1u << pi.profile;
-          ++st.legal_pairs;
-        }
-      }
-    }
-    st.maximal = st.legal_pairs == 0;
-    int run = 0;
-    for (int u = 0; u < static_cast<int>(model.memory_slices); ++u) {
-      run = (st.mask >> u) & 1u ? 0 : run + 1;
-      st.largest_free_run = std::max(st.largest_free_run, run);
-    }
-    t.max_instances_ = std::max(t.max_instances_, st.instances);
+    t.states_[s].pair_set = sets[s];
+    t.FillState(s);
   }
   for (int s = 0; s < t.num_states(); ++s) {
     if (t.states_[s].maximal) t.maximal_.push_back(s);

@@ -1,13 +1,14 @@
 // File: bench/placement/table.h
 //
-// GpuTable: the single-GPU state machine the placement benchmark runs on
-// (placement.md §4.1, §6.1). Built from one mig::GpuModel of the embedded
+// GpuTable: the single-GPU state machine the placement benchmark runs on.
+// Built from one mig::GpuModel of the embedded
 // catalogue and a set of benchmark profile classes ("1g", "1g.dm", "2g", "3g",
 // "4g", "7g"): every legal (profile, placement) pair is numbered, every legal
-// layout (mig::EnumerateLayouts, i.e. mig::Layout legality incl. instance caps
-// and the engine budget) becomes a state, and the transitions "add pair" /
-// "remove pair" are tabulated. Policies and bounds then work on small
-// integers; legality is mig::Layout's by construction.
+// layout (mig::EnumerateLayouts, i.e. the legality model of mig/legality.h:
+// listed placement, no overlap, instance caps, engine budget) becomes a
+// state, and the transitions "add pair" / "remove pair" are tabulated.
+// Policies and bounds then work on small integers; legality is mig's by
+// construction.
 //
 // Benchmark only (bench/ is not linked into migd).
 //
@@ -36,11 +37,11 @@ inline constexpr int kMaxPairs = 20;
 
 // One benchmark profile class on a model.
 struct ProfileClass {
-  std::string key;                        // "1g", "1g.dm", "2g", "3g", "4g", "7g"
-  const mig::GiProfile* gi = nullptr;     // the model's profile (points into the catalogue)
-  int compute = 0;                        // c_p: compute slices
-  int memory = 0;                         // m_p: memory units (placement size)
-  std::vector<int> pairs;                 // pair indices, ascending start
+  std::string key;                     // "1g", "1g.dm", "2g", "3g", "4g", "7g"
+  const mig::GiProfile* gi = nullptr;  // the model's profile (points into the catalogue)
+  int compute = 0;                     // c_p: compute slices
+  int memory = 0;                      // m_p: memory units (placement size)
+  std::vector<int> pairs;              // pair indices, ascending start
 };
 
 // A legal (profile, placement) of the table.
@@ -53,15 +54,15 @@ struct PairInfo {
 
 // One legal layout (a set of pairs).
 struct StateInfo {
-  uint32_t pair_set = 0;      // bit i: pair i present
-  uint32_t mask = 0;          // occupied memory units
-  int compute = 0;            // Σ c_p
-  int memory = 0;             // Σ m_p
+  uint32_t pair_set = 0;  // bit i: pair i present
+  uint32_t mask = 0;      // occupied memory units
+  int compute = 0;        // Σ c_p
+  int memory = 0;         // Σ m_p
   int instances = 0;
-  uint32_t placeable = 0;     // bit p: profile p can be added now
-  int legal_pairs = 0;        // pairs that can be added now
-  int largest_free_run = 0;   // longest run of free memory units
-  bool maximal = false;       // no pair can be added
+  uint32_t placeable = 0;                     // bit p: profile p can be added now
+  int legal_pairs = 0;                        // pairs that can be added now
+  int largest_free_run = 0;                   // longest run of free memory units
+  bool maximal = false;                       // no pair can be added
   std::array<uint8_t, kMaxProfiles> count{};  // instances per profile
 };
 
@@ -114,6 +115,11 @@ class GpuTable {
 
  private:
   GpuTable() = default;
+  // BuildFrom's steps: the classes and their pairs; every legal layout as a
+  // pair set (empty first, then by size); one state's facts and transitions.
+  Status AddClasses(const std::vector<std::pair<std::string, const mig::GiProfile*>>& classes);
+  std::vector<uint32_t> LegalPairSets() const;
+  void FillState(size_t s);
 
   const mig::GpuModel* model_ = nullptr;
   std::vector<ProfileClass> profiles_;

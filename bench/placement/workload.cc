@@ -22,49 +22,17 @@ uint64_t SplitMix(uint64_t& x) {
 
 uint64_t Rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
-// Streams of a synthetic sequence.
-constexpr uint64_t kStreamArrivals = 1;
-constexpr uint64_t kStreamProfiles = 2;
-constexpr uint64_t kStreamLifetimes = 3;
-constexpr uint64_t kStreamOffset = 4;
-
 // Lognormal fitted to the Alibaba single-GPU lifetimes (median 544 s, p90
 // 6,005 s), rescaled to mean 1.
 const double kLognormalSigma = std::log(6005.0 / 544.0) / 1.2815515655446004;
+
+}  // namespace
 
 double DrawLifetime(Rng& rng, LifetimeDist dist) {
   if (dist == LifetimeDist::kExponential) return rng.Exponential(1.0);
   const double sigma = kLognormalSigma;
   return std::exp(-0.5 * sigma * sigma + sigma * rng.Normal());
 }
-
-std::vector<std::string> SplitCsvLine(const std::string& line) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char c : line) {
-    if (c == ',') {
-      out.push_back(cur);
-      cur.clear();
-    } else if (c != '\r' && c != '"') {
-      cur += c;
-    }
-  }
-  out.push_back(cur);
-  return out;
-}
-
-StatusOr<int64_t> ParseInt(const std::string& s, const std::string& what) {
-  try {
-    size_t pos = 0;
-    const long long v = std::stoll(s, &pos);
-    if (pos != s.size()) throw std::invalid_argument(s);
-    return static_cast<int64_t>(v);
-  } catch (const std::exception&) {
-    return InvalidArgumentError(what + ": not an integer: \"" + s + "\"");
-  }
-}
-
-}  // namespace
 
 int RequestCompute(const GpuTable& table, const Request& r) {
   int c = 0;
@@ -139,9 +107,9 @@ StatusOr<Mix> ParseMix(std::string_view spec) {
     five(1, 1, 1, 1, 1);
     m.bundle_fraction = 1.0 / 3.0;
     m.bundles = {
-        {{"4g", "2g", "1g"}, true, 1},   // DRA #897: one GPU
-        {{"1g", "1g", "2g"}, true, 1},   // 2×1g+2g on one GPU
-        {{"3g", "3g"}, false, 1},        // two 3g anywhere
+        {{"4g", "2g", "1g"}, true, 1},  // one GPU (kubernetes-sigs/dra-driver-nvidia-gpu issue 897)
+        {{"1g", "1g", "2g"}, true, 1},  // 2×1g+2g on one GPU
+        {{"3g", "3g"}, false, 1},       // two 3g anywhere
         {{"2g", "2g", "1g"}, false, 1},  // anywhere
         {{"7g", "7g"}, false, 1},        // 2-GPU gang
     };
@@ -250,9 +218,9 @@ StatusOr<std::vector<Request>> GenerateSynthetic(const GpuTable& table, const Sy
   const double capacity = static_cast<double>(table.compute_slices()) * spec.gpus;
   const double rate = spec.load * capacity / mean_c;  // mean lifetime 1
 
-  Rng arrivals(spec.seed, kStreamArrivals);
-  Rng profiles(spec.seed, kStreamProfiles);
-  Rng lifetimes(spec.seed, kStreamLifetimes);
+  Rng arrivals(spec.seed, Rng::kArrivals);
+  Rng profiles(spec.seed, Rng::kProfiles);
+  Rng lifetimes(spec.seed, Rng::kLifetimes);
   std::vector<Request> out;
   out.reserve(spec.events);
   double t = 0;
@@ -275,205 +243,6 @@ StatusOr<std::vector<Request>> GenerateSynthetic(const GpuTable& table, const Sy
     }
     out.push_back(std::move(r));
   }
-  return out;
-}
-
-// ---- trace ----
-
-StatusOr<std::vector<TracePod>> ParseAlibabaCsv(std::istream& in) {
-  std::string line;
-  if (!std::getline(in, line)) return InvalidArgumentError("trace: empty input");
-  const std::vector<std::string> header = SplitCsvLine(line);
-  std::map<std::string, size_t> col;
-  for (size_t i = 0; i < header.size(); ++i) col[header[i]] = i;
-  for (const char* need : {"name", "num_gpu", "gpu_milli", "pod_phase", "creation_time",
-                           "deletion_time", "scheduled_time"}) {
-    if (!col.count(need)) {
-      return InvalidArgumentError(std::string("trace: header lacks column ") + need);
-    }
-  }
-  std::vector<TracePod> pods;
-  int lineno = 1;
-  while (std::getline(in, line)) {
-    ++lineno;
-    if (line.empty() || line == "\r") continue;
-    const std::vector<std::string> f = SplitCsvLine(line);
-    if (f.size() < header.size()) {
-      return InvalidArgumentError("trace line " + std::to_string(lineno) + ": " +
-                                  std::to_string(f.size()) + " fields, header has " +
-                                  std::to_string(header.size()));
-    }
-    const std::string where = "trace line " + std::to_string(lineno);
-    TracePod p;
-    p.name = f[col["name"]];
-    MIGD_ASSIGN_OR_RETURN(int64_t ng, ParseInt(f[col["num_gpu"]], where + " num_gpu"));
-    MIGD_ASSIGN_OR_RETURN(int64_t gm, ParseInt(f[col["gpu_milli"]], where + " gpu_milli"));
-    MIGD_ASSIGN_OR_RETURN(p.creation, ParseInt(f[col["creation_time"]], where + " creation_time"));
-    MIGD_ASSIGN_OR_RETURN(p.deletion, ParseInt(f[col["deletion_time"]], where + " deletion_time"));
-    const std::string& sched = f[col["scheduled_time"]];
-    if (!sched.empty()) {
-      MIGD_ASSIGN_OR_RETURN(int64_t s, ParseInt(sched, where + " scheduled_time"));
-      p.scheduled = s;
-    }
-    if (ng < 0 || gm < 0) return InvalidArgumentError(where + ": negative num_gpu or gpu_milli");
-    p.num_gpu = static_cast<int>(ng);
-    p.gpu_milli = static_cast<int>(gm);
-    p.phase = f[col["pod_phase"]];
-    pods.push_back(std::move(p));
-  }
-  return pods;
-}
-
-StatusOr<std::vector<TracePod>> ReadAlibabaCsv(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return NotFoundError("cannot open trace " + path);
-  StatusOr<std::vector<TracePod>> pods = ParseAlibabaCsv(in);
-  if (!pods.ok()) return pods.status().WithContext(path);
-  return pods;
-}
-
-StatusOr<TraceMapping> ParseTraceMapping(std::string_view name) {
-  if (name == "compute-ceil") return TraceMapping::kComputeCeil;
-  if (name == "memory-eighths") return TraceMapping::kMemoryEighths;
-  return InvalidArgumentError("trace mapping must be compute-ceil or memory-eighths, got \"" +
-                              std::string(name) + "\"");
-}
-
-std::string_view TraceMappingName(TraceMapping m) {
-  return m == TraceMapping::kComputeCeil ? "compute-ceil" : "memory-eighths";
-}
-
-StatusOr<TraceArrivals> ParseTraceArrivals(std::string_view name) {
-  if (name == "poisson") return TraceArrivals::kPoisson;
-  if (name == "trace") return TraceArrivals::kTrace;
-  return InvalidArgumentError("trace arrivals must be poisson or trace");
-}
-
-std::optional<std::string> MapGpuMilli(int gpu_milli, TraceMapping mapping) {
-  if (gpu_milli <= 0) return std::nullopt;
-  const int milli = std::min(gpu_milli, 1000);
-  if (mapping == TraceMapping::kComputeCeil) {
-    const int k = (milli * 7 + 999) / 1000;
-    for (int c : {1, 2, 3, 4, 7}) {
-      if (c >= k) return std::to_string(c) + "g";
-    }
-    return "7g";
-  }
-  const int k = (milli * 8 + 999) / 1000;
-  if (k <= 1) return "1g";
-  if (k <= 2) return "2g";
-  if (k <= 4) return "3g";
-  return "7g";
-}
-
-StatusOr<std::vector<Request>> BuildTraceRequests(const GpuTable& table,
-                                                  const std::vector<TracePod>& pods,
-                                                  const TraceSpec& spec, TraceSummary* summary) {
-  TraceSummary sum;
-  sum.per_class.assign(table.num_profiles(), 0);
-  const int p7 = table.FindProfile("7g");
-  struct Item {
-    int64_t creation;
-    std::string name;
-    std::vector<int> profiles;
-    double lifetime;
-    int row;
-  };
-  std::vector<Item> items;
-  std::vector<double> single_lifetimes;
-  for (size_t i = 0; i < pods.size(); ++i) {
-    const TracePod& pod = pods[i];
-    ++sum.pods;
-    if (pod.num_gpu == 0) {
-      ++sum.cpu_only;
-      continue;
-    }
-    if (pod.phase == "Pending") ++sum.pending;
-    Item it{pod.creation, pod.name, {},
-            static_cast<double>(std::max<int64_t>(1, pod.deletion - pod.creation)),
-            static_cast<int>(i)};
-    if (pod.num_gpu == 1) {
-      const std::optional<std::string> key = MapGpuMilli(pod.gpu_milli, spec.mapping);
-      if (!key) continue;
-      const int p = table.FindProfile(*key);
-      if (p < 0) return InvalidArgumentError("mapped class " + *key + " not in table");
-      it.profiles = {p};
-      ++sum.single_gpu;
-      ++sum.per_class[p];
-      single_lifetimes.push_back(it.lifetime);
-    } else {
-      if (!spec.include_multi_gpu || pod.num_gpu > spec.gpus || p7 < 0) {
-        ++sum.multi_gpu_skipped;
-        continue;
-      }
-      it.profiles.assign(pod.num_gpu, p7);
-      ++sum.multi_gpu_used;
-    }
-    items.push_back(std::move(it));
-  }
-  if (items.empty()) return InvalidArgumentError("trace has no GPU pods");
-  std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
-    return a.creation != b.creation ? a.creation < b.creation : a.name < b.name;
-  });
-  double cap = 0;
-  if (!single_lifetimes.empty() && spec.lifetime_cap_quantile < 1.0) {
-    std::sort(single_lifetimes.begin(), single_lifetimes.end());
-    const size_t k = std::min(single_lifetimes.size() - 1,
-                              static_cast<size_t>(spec.lifetime_cap_quantile *
-                                                  static_cast<double>(single_lifetimes.size())));
-    cap = single_lifetimes[k];
-    for (Item& it : items) it.lifetime = std::min(it.lifetime, cap);
-  }
-  sum.lifetime_cap = cap;
-  const size_t n = items.size();
-  Rng offset_rng(spec.seed, kStreamOffset);
-  const size_t offset = static_cast<size_t>(offset_rng.Next() % n);
-  const double capacity = static_cast<double>(table.compute_slices()) * spec.gpus;
-
-  std::vector<Request> out;
-  out.reserve(spec.events);
-  double work = 0;  // Σ c·L over the window
-  for (int i = 0; i < spec.events; ++i) {
-    const Item& it = items[(offset + static_cast<size_t>(i)) % n];
-    Request r;
-    r.id = i;
-    r.profiles = it.profiles;
-    r.same_gpu = false;
-    r.lifetime = it.lifetime;
-    r.source = it.row;
-    work += RequestCompute(table, r) * r.lifetime;
-    out.push_back(std::move(r));
-  }
-  if (spec.arrivals == TraceArrivals::kPoisson) {
-    const double rate = spec.load * capacity * spec.events / work;
-    Rng arrivals(spec.seed, kStreamArrivals);
-    double t = 0;
-    for (Request& r : out) {
-      t += arrivals.Exponential(1.0 / rate);
-      r.arrival = t;
-    }
-  } else {
-    // The trace's creation gaps (the wrap-around gap = the mean gap), scaled so
-    // that Σ c·L / (capacity · span) = load.
-    const double mean_gap = static_cast<double>(items.back().creation - items.front().creation) /
-                            static_cast<double>(std::max<size_t>(1, n - 1));
-    std::vector<double> gaps(spec.events, 0.0);
-    double span = 0;
-    for (int i = 1; i < spec.events; ++i) {
-      const size_t a = (offset + static_cast<size_t>(i) - 1) % n;
-      const size_t b = (offset + static_cast<size_t>(i)) % n;
-      gaps[i] = b == 0 ? mean_gap : static_cast<double>(items[b].creation - items[a].creation);
-      span += gaps[i];
-    }
-    span += mean_gap;  // the last request's share
-    const double factor = work / (spec.load * capacity * span);
-    double t = mean_gap * factor;
-    for (int i = 0; i < spec.events; ++i) {
-      t += gaps[i] * factor;
-      out[i].arrival = t;
-    }
-  }
-  if (summary != nullptr) *summary = sum;
   return out;
 }
 
@@ -515,7 +284,8 @@ StatusOr<std::vector<Request>> AdversarialScript(const GpuTable& table, std::str
   if (name == "dra933") {
     *gpus = 1;
     // Requests 2, 3, 4 and 6 (0-based) depart: under first-fit those sit at
-    // slices 2, 3, 4, 6, leaving 1g at 0, 1, 5 as in DRA #933.
+    // slices 2, 3, 4, 6, leaving 1g at 0, 1, 5 as in
+    // kubernetes-sigs/dra-driver-nvidia-gpu issue 933.
     for (int i = 0; i < 7; ++i) {
       const bool departs = i == 2 || i == 3 || i == 4 || i == 6;
       add(static_cast<double>(i), departs ? 10.0 - i : 100.0, cls("1g"));

@@ -1,9 +1,8 @@
 // File: bench/placement/workload.h
 //
-// Request sequences for the placement benchmark (placement.md §6.2):
-// synthetic Poisson mixes (single- and multi-instance), the Alibaba
-// cluster-trace-gpu-v2023 pod lists with a gpu_milli -> profile mapping, and
-// the deterministic adversarial scripts.
+// Request sequences for the placement benchmark: synthetic Poisson mixes
+// (single- and multi-instance) and the deterministic adversarial scripts;
+// the Alibaba trace replay is in trace.h.
 //
 // Common random numbers: a sequence depends only on (workload, load, GPUs,
 // events, seed), never on the policy; every policy of a cell runs on the very
@@ -30,12 +29,12 @@
 namespace migd::bench {
 
 struct Request {
-  int64_t id = 0;                // position in the sequence
+  int64_t id = 0;  // position in the sequence
   double arrival = 0;
   double lifetime = 1;
-  std::vector<int> profiles;     // profile class per instance, in request order
-  bool same_gpu = false;         // all instances on one GPU (else any GPUs, all-or-nothing)
-  int source = -1;               // trace row, or -1
+  std::vector<int> profiles;  // profile class per instance, in request order
+  bool same_gpu = false;      // all instances on one GPU (else any GPUs, all-or-nothing)
+  int source = -1;            // trace row, or -1
 };
 
 // Σ c_p over the request's instances.
@@ -45,11 +44,18 @@ int RequestCompute(const GpuTable& table, const Request& r);
 // every platform, unlike std::*_distribution.
 class Rng {
  public:
+  // Independent streams of one seed: a sequence draws its arrival gaps,
+  // profiles, lifetimes and trace start offset from separate streams.
+  static constexpr uint64_t kArrivals = 1;
+  static constexpr uint64_t kProfiles = 2;
+  static constexpr uint64_t kLifetimes = 3;
+  static constexpr uint64_t kOffset = 4;
+
   Rng(uint64_t seed, uint64_t stream);
   uint64_t Next();
-  double Uniform();              // in (0, 1)
+  double Uniform();  // in (0, 1)
   double Exponential(double mean);
-  double Normal();               // Box-Muller
+  double Normal();  // Box-Muller
   // Index drawn with probability weights[i] / Σ weights.
   int Pick(const std::vector<double>& weights);
 
@@ -66,8 +72,8 @@ struct Bundle {
 struct Mix {
   std::string name;
   std::vector<std::pair<std::string, double>> weights;  // single-instance class -> weight
-  std::vector<Bundle> bundles;                           // multi-instance requests
-  double bundle_fraction = 0;                            // share of arrivals that are bundles
+  std::vector<Bundle> bundles;                          // multi-instance requests
+  double bundle_fraction = 0;                           // share of arrivals that are bundles
   bool needs_double_memory = false;
 };
 
@@ -79,12 +85,15 @@ std::vector<std::string> NamedMixes();
 
 enum class LifetimeDist { kExponential, kLognormal };
 StatusOr<LifetimeDist> ParseLifetime(std::string_view name);
+// One lifetime with mean 1: Exp(1), or the lognormal fitted to the Alibaba
+// single-GPU lifetimes (median 544 s, p90 6,005 s) rescaled to mean 1.
+double DrawLifetime(Rng& rng, LifetimeDist dist);
 
 struct SyntheticSpec {
   Mix mix;
-  double load = 0.9;     // ρ = offered compute / (7N) (compute_slices · N)
+  double load = 0.9;  // ρ = offered compute / (7N) (compute_slices · N)
   int gpus = 1;
-  int events = 10000;    // arrivals
+  int events = 10000;  // arrivals
   uint64_t seed = 1;
   LifetimeDist lifetime = LifetimeDist::kExponential;
 };
@@ -97,73 +106,14 @@ StatusOr<std::vector<Request>> GenerateSynthetic(const GpuTable& table, const Sy
 // normalised to sum 1; what B9/B10/B11 and the fragmentation metric use as w_p.
 std::vector<double> MixClassWeights(const GpuTable& table, const Mix& mix);
 
-// ---- Alibaba cluster-trace-gpu-v2023 ----
-
-struct TracePod {
-  std::string name;
-  int num_gpu = 0;
-  int gpu_milli = 0;
-  std::string phase;                // Running, Succeeded, Failed, Pending
-  int64_t creation = 0;
-  int64_t deletion = 0;
-  std::optional<int64_t> scheduled; // empty for Pending pods
-};
-
-// Parses the CSV (header required; columns found by name, extra columns
-// ignored). kInvalidArgument names the line at fault.
-StatusOr<std::vector<TracePod>> ParseAlibabaCsv(std::istream& in);
-StatusOr<std::vector<TracePod>> ReadAlibabaCsv(const std::string& path);
-
-enum class TraceMapping { kComputeCeil, kMemoryEighths };
-StatusOr<TraceMapping> ParseTraceMapping(std::string_view name);
-std::string_view TraceMappingName(TraceMapping m);
-
-// Single-GPU share -> profile class key (placement.md §6.2.2):
-//   compute-ceil:   k = ceil(milli·7/1000); smallest of 1g,2g,3g,4g,7g with c_p ≥ k;
-//   memory-eighths: k = ceil(milli·8/1000); smallest of 1g(1),2g(2),3g(4),7g(8) with m_p ≥ k.
-// nullopt for milli ≤ 0; milli > 1000 maps like 1000.
-std::optional<std::string> MapGpuMilli(int gpu_milli, TraceMapping mapping);
-
-enum class TraceArrivals { kPoisson, kTrace };
-StatusOr<TraceArrivals> ParseTraceArrivals(std::string_view name);
-
-struct TraceSpec {
-  TraceMapping mapping = TraceMapping::kComputeCeil;
-  TraceArrivals arrivals = TraceArrivals::kPoisson;
-  bool include_multi_gpu = true;   // k-GPU pods as k×7g (k ≤ GPUs); else skipped
-  double lifetime_cap_quantile = 0.99;  // cap lifetimes at this quantile of single-GPU pods
-  double load = 0.9;
-  int gpus = 8;
-  int events = 10000;
-  uint64_t seed = 1;
-};
-
-// What the trace offers after filtering (for the report).
-struct TraceSummary {
-  int pods = 0, cpu_only = 0, single_gpu = 0, multi_gpu_used = 0, multi_gpu_skipped = 0;
-  int pending = 0;
-  double lifetime_cap = 0;
-  std::vector<int> per_class;  // single-GPU pods per table class
-};
-
-// Pods with num_gpu ≥ 1 in creation order (ties by name) as requests:
-// profile by `mapping`; lifetime = deletion − creation (≥ 1 s; Pending rows
-// included: offered load that waited until deletion), capped; a k-GPU pod is
-// a gang of k×7g (any GPUs, all or nothing). Starts at a seed-dependent row
-// and wraps. Arrivals: Poisson at the rate giving `load` (kPoisson), or the
-// trace's own creation gaps compressed to give `load` (kTrace).
-StatusOr<std::vector<Request>> BuildTraceRequests(const GpuTable& table,
-                                                  const std::vector<TracePod>& pods,
-                                                  const TraceSpec& spec,
-                                                  TraceSummary* summary = nullptr);
-
 // Empirical class weights of a request sequence (instances counted).
 std::vector<double> EmpiricalClassWeights(const GpuTable& table,
                                           const std::vector<Request>& requests);
 
-// ---- Adversarial scripts (placement.md §6.2.4) ----
+// ---- Adversarial scripts ----
 // "dra933": 1 GPU; 7×1g, requests 2, 3, 4, 6 (0-based) depart, then 3g arrives
-//            (first-fit leaves 1g at 0, 1, 5: DRA #933).
+//            (first-fit leaves 1g at 0, 1, 5, as in
+//            kubernetes-sigs/dra-driver-nvidia-gpu issue 933).
 // "reverse": 2 GPUs, no departures; 1g×6, 2g×3, 3g×2, 4g, 7g (reverse size order is
 //            "small first"), then 4g, 3g, 7g.
 // "churn4g": 1 GPU (queue mode); 1g churn around a waiting 4g.

@@ -3,10 +3,13 @@
 // `migctl plan`: offline planning. Reads a layout file (the planner's input
 // document, planner/plan_json.h: GPUs with their model key and occupied
 // placements), takes the request from --request (or the file's "request"),
-// runs the product planner exactly as migd does, and prints the plan and why:
-// per instance whether it reuses an Idle instance, is created in free space,
-// or is created after reclaiming Idle instances, with a slice map of every
-// touched GPU before and after. Touches no GPU and needs no driver.
+// runs the product planner and prints the plan and why: per instance whether
+// it reuses an Idle instance, is created in free space, or is created after
+// reclaiming Idle instances, the value it gives up and the next-best
+// candidate's, with a slice map of every touched GPU before and after.
+// Touches no GPU and needs no driver. With the value policy (the default
+// when the file has a "demand"), the values are solved for that demand at
+// --load before planning; without a demand the cost order decides.
 //
 // Example:
 //   migctl plan --layout h100.json --request 'gpu0/3g.40gb@4:4,1g.10gb'
@@ -27,9 +30,12 @@
 namespace migd::cli {
 
 struct PlanOptions {
-  std::string layout_file;  // required
-  std::string request;      // overrides the file's "request" when not empty
-  std::string output = "table";  // table | json
+  std::string layout_file;          // required
+  std::string request;              // overrides the file's "request" when not empty
+  std::string output = "table";     // table | json
+  std::string policy = "value";     // value | cost-order
+  std::string objective = "count";  // count | slice (value policy)
+  double load = 0.9;                // offered load per GPU the values assume
 };
 
 int RunPlan(const PlanOptions& options, std::ostream& out, std::ostream& err);

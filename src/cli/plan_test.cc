@@ -93,6 +93,64 @@ TEST_F(PlanCommandTest, OutputIsDeterministic) {
   EXPECT_EQ(out_.str(), first);
 }
 
+// H100 with a demand: the value policy decides (its values solved here) and
+// the table shows the value lost by the chosen and the next-best candidate.
+constexpr char kWithDemand[] = R"({
+  "gpus": [{"index": 0, "model": "h100-80gb", "instances": [
+    {"profile": "3g.40gb", "placement": "4:4", "state": "active", "key": "MIG-a"}]}],
+  "demand": {"1g.10gb": 1, "2g.20gb": 1, "3g.40gb": 1, "4g.40gb": 1, "7g.80gb": 1}
+})";
+
+// "value lost X" of the line starting with `prefix`, or -1.
+double ValueLost(const std::string& out, const std::string& prefix) {
+  const size_t line = out.find(prefix);
+  if (line == std::string::npos) return -1;
+  const size_t at = out.find("value lost ", line);
+  if (at == std::string::npos || at > out.find('\n', line)) return -1;
+  return std::stod(out.substr(at + 11));
+}
+
+TEST_F(PlanCommandTest, ValuePolicyShowsTheValueLostByTheChosenAndTheNextBest) {
+  ASSERT_EQ(Run("1g.10gb", "table", kWithDemand), kExitOk) << err_.str();
+  const std::string out = out_.str();
+  EXPECT_THAT(out, HasSubstr("value policy"));
+  const double chosen = ValueLost(out, "#0 chosen    GPU 0 at ");
+  const double next = ValueLost(out, "#0 next best GPU 0 at ");
+  ASSERT_GE(chosen, 0) << out;
+  ASSERT_GE(next, 0) << out;
+  EXPECT_LE(chosen, next) << out;
+  // The JSON plan says which policy ordered it and carries the value lost.
+  ASSERT_EQ(Run("1g.10gb", "json", kWithDemand), kExitOk) << err_.str();
+  const nlohmann::json plan = nlohmann::json::parse(out_.str());
+  EXPECT_EQ(plan["stats"]["valuePolicy"], true);
+  EXPECT_GT(plan["score"]["valueLoss"].get<int64_t>(), 0);
+}
+
+TEST_F(PlanCommandTest, CostOrderWithoutDemandOrWhenAskedFor) {
+  ASSERT_EQ(Run("1g.10gb"), kExitOk) << err_.str();  // kLayout has no demand
+  EXPECT_THAT(out_.str(), HasSubstr("cost order"));
+  EXPECT_THAT(out_.str(), HasSubstr("of a GPU's options"));
+  WriteFileOrDie(path_, kWithDemand);
+  PlanOptions o{.layout_file = path_, .request = "1g.10gb", .policy = "cost-order"};
+  out_.str("");
+  ASSERT_EQ(RunPlan(o, out_, err_), kExitOk) << err_.str();
+  EXPECT_THAT(out_.str(), HasSubstr("cost order"));
+  EXPECT_THAT(out_.str(), ::testing::Not(HasSubstr("value lost")));
+}
+
+TEST_F(PlanCommandTest, BadPolicyObjectiveOrLoadIsAUsageError) {
+  WriteFileOrDie(path_, kWithDemand);
+  PlanOptions bad_policy{.layout_file = path_, .request = "1g.10gb", .policy = "best"};
+  EXPECT_EQ(RunPlan(bad_policy, out_, err_), kExitUsage);
+  EXPECT_THAT(err_.str(), HasSubstr("--policy"));
+  PlanOptions bad_objective{.layout_file = path_, .request = "1g.10gb", .objective = "money"};
+  EXPECT_EQ(RunPlan(bad_objective, out_, err_), kExitUsage);
+  EXPECT_THAT(err_.str(), HasSubstr("--objective"));
+  PlanOptions bad_load{.layout_file = path_, .request = "1g.10gb", .load = 0};
+  EXPECT_EQ(RunPlan(bad_load, out_, err_), kExitUsage);
+  EXPECT_THAT(err_.str(), HasSubstr("--load"));
+}
+
 TEST(SliceMapTest, FourUnitGpu) {
   const mig::GpuModel* a30 = mig::Catalog::Default().FindModel("a30-24gb");
   planner::GpuLayout gpu{GpuIndex(0), a30,

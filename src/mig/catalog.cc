@@ -427,7 +427,7 @@ const GiProfile* GpuModel::FindProfileByName(std::string_view name) const {
 }
 
 StatusOr<Catalog> Catalog::FromJson(std::string_view json) {
-  // nlohmann::json throws; exceptions stop here (style.md §2.3).
+  // nlohmann::json throws; exceptions stop at this parse edge.
   try {
     const Json doc = Json::parse(json.begin(), json.end());
     MIGD_ASSIGN_OR_RETURN(std::vector<GpuModel> models, ParseDocument(doc));

@@ -31,7 +31,8 @@
 
 namespace migd::mig {
 
-// How a GI profile differs from the base profile of its size (mig-hardware.md §1).
+// How a GI profile differs from the base profile of its size (the suffixes of
+// NVIDIA's profile names; NVML_GPU_INSTANCE_PROFILE_*_REV1/REV2/ALL_ME/NO_ME/GFX).
 enum class Variant {
   kBase,          // "base"
   kMe,            // "me": +me (REV1)
@@ -101,7 +102,8 @@ struct GpuModel {
   uint64_t memory_mib = 0;
   uint32_t sm_count = 0;
   Engines engine_totals;
-  // Placement size -> inclusive [first, last] GI id range (mig-hardware.md §5.8).
+  // Placement size -> inclusive [first, last] GI id range (observed ranges;
+  // data/README.md).
   std::map<uint32_t, std::pair<uint32_t, uint32_t>> gi_id_ranges;
   std::vector<GiProfile> gi_profiles;
 

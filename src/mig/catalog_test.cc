@@ -101,7 +101,7 @@ TEST(CatalogTest, ProfileIdsByIndexAsDocumented) {
       EXPECT_EQ(seven_g->id, GiProfileId(0));
       EXPECT_EQ(seven_g->slice_count, 7u);
       EXPECT_EQ(seven_g->placements, Placements({0}, 8));
-      // The engine budget is the full-GPU profile's (mig-hardware.md §5.4).
+      // The engine budget is the full-GPU profile's.
       EXPECT_EQ(m.engine_totals, seven_g->engines);
     } else {
       EXPECT_EQ(one_g->id, GiProfileId(14));

@@ -6,13 +6,6 @@
 namespace migd::mig {
 namespace {
 
-bool BelongsTo(const GpuModel& model, const GiProfile& profile) {
-  for (const GiProfile& p : model.gi_profiles) {
-    if (&p == &profile) return true;
-  }
-  return false;
-}
-
 std::string EnginesToString(const Engines& e) {
   return "CE/DEC/ENC/JPG/OFA " + std::to_string(e.copy_engines) + "/" + std::to_string(e.decoders) +
          "/" + std::to_string(e.encoders) + "/" + std::to_string(e.jpeg) + "/" +
@@ -41,22 +34,30 @@ std::string ShortName(const GiProfile& profile) {
 }
 
 // How many copies of `need` fit into `free`; unlimited if `need` is all zero.
-uint32_t EngineFit(const Engines& free, const Engines& need) {
+uint32_t EngineFit(const EngineVector& free, const EngineVector& need) {
   uint32_t fit = std::numeric_limits<uint32_t>::max();
-  auto limit = [&fit](uint32_t have, uint32_t want) {
-    if (want > 0) fit = std::min(fit, have / want);
-  };
-  limit(free.copy_engines, need.copy_engines);
-  limit(free.decoders, need.decoders);
-  limit(free.encoders, need.encoders);
-  limit(free.jpeg, need.jpeg);
-  limit(free.ofa, need.ofa);
+  for (size_t i = 0; i < free.size(); ++i) {
+    if (need[i] > 0) fit = std::min(fit, free[i] / need[i]);
+  }
   return fit;
 }
 
 }  // namespace
 
-Layout::Layout(const GpuModel& model) : model_(&model) {}
+Layout::Layout(const GpuModel& model) : model_(&model) {
+  StatusOr<PlacementRules> rules = PlacementRules::Build(model);
+  if (rules.ok()) {
+    rules_ = std::make_shared<const PlacementRules>(*std::move(rules));
+  } else {
+    rules_error_ = rules.status();
+  }
+}
+
+int Layout::IndexOf(const GiProfile& profile) const {
+  const std::vector<GiProfile>& all = model_->gi_profiles;
+  if (all.empty() || &profile < all.data() || &profile >= all.data() + all.size()) return -1;
+  return static_cast<int>(&profile - all.data());
+}
 
 uint32_t Layout::CountOf(GiProfileId id) const {
   uint32_t n = 0;
@@ -67,48 +68,50 @@ uint32_t Layout::CountOf(GiProfileId id) const {
 }
 
 Status Layout::CanAdd(const GiProfile& profile, const Placement& placement) const {
-  if (!BelongsTo(*model_, profile)) {
+  const int index = IndexOf(profile);
+  if (index < 0) {
     return InvalidArgumentError("profile " + profile.name + " (id " +
                                 std::to_string(profile.id.value()) + ") is not a profile of " +
                                 model_->key);
   }
-  if (!profile.HasPlacement(placement)) {
-    return InvalidArgumentError("placement " + placement.ToString() + " is not listed for " +
-                                profile.name + " on " + model_->key +
-                                " (listed: " + PlacementList(profile) + ")");
-  }
-  if ((occupied_ & placement.Mask()) != 0) {
-    for (const PlacedGi& gi : instances_) {
-      if (gi.placement.Overlaps(placement)) {
-        return ResourceExhaustedError("placement " + placement.ToString() + " of " + profile.name +
-                                      " overlaps the " + gi.profile->name + " at " +
-                                      gi.placement.ToString());
+  if (rules_ == nullptr) return rules_error_;
+  switch (CheckAdd(*rules_, occupancy_, static_cast<size_t>(index), placement)) {
+    case Verdict::kOk:
+      return OkStatus();
+    case Verdict::kNotListed:
+      return InvalidArgumentError("placement " + placement.ToString() + " is not listed for " +
+                                  profile.name + " on " + model_->key +
+                                  " (listed: " + PlacementList(profile) + ")");
+    case Verdict::kOverlap:
+      for (const PlacedGi& gi : instances_) {
+        if (gi.placement.Overlaps(placement)) {
+          return ResourceExhaustedError("placement " + placement.ToString() + " of " +
+                                        profile.name + " overlaps the " + gi.profile->name +
+                                        " at " + gi.placement.ToString());
+        }
       }
+      return ResourceExhaustedError("placement " + placement.ToString() +
+                                    " overlaps an existing GI");
+    case Verdict::kInstanceCount:
+      return ResourceExhaustedError("instanceCount of " + profile.name + " reached (" +
+                                    std::to_string(CountOf(profile.id)) + " of " +
+                                    std::to_string(profile.instance_count) + ")");
+    case Verdict::kEngines: {
+      Engines free = model_->engine_totals;
+      free -= engines_used();
+      return ResourceExhaustedError("engine budget exhausted: " + profile.name + " needs " +
+                                    EnginesToString(profile.engines) + ", free " +
+                                    EnginesToString(free));
     }
-    return ResourceExhaustedError("placement " + placement.ToString() + " overlaps an existing GI");
   }
-  const uint32_t count = CountOf(profile.id);
-  if (count >= profile.instance_count) {
-    return ResourceExhaustedError("instanceCount of " + profile.name + " reached (" +
-                                  std::to_string(count) + " of " +
-                                  std::to_string(profile.instance_count) + ")");
-  }
-  Engines free = model_->engine_totals;
-  free -= engines_used_;
-  if (!free.Covers(profile.engines)) {
-    return ResourceExhaustedError("engine budget exhausted: " + profile.name + " needs " +
-                                  EnginesToString(profile.engines) + ", free " +
-                                  EnginesToString(free));
-  }
-  return OkStatus();
+  return InternalError("unknown legality verdict");
 }
 
 Status Layout::Add(const GiProfile& profile, const Placement& placement) {
   Status s = CanAdd(profile, placement);
   if (!s.ok()) return s;
   instances_.push_back(PlacedGi{&profile, placement});
-  occupied_ |= placement.Mask();
-  engines_used_ += profile.engines;
+  occupancy_.Add(*rules_, static_cast<size_t>(IndexOf(profile)), placement.Mask());
   return OkStatus();
 }
 
@@ -119,39 +122,41 @@ Status Layout::Remove(const GiProfile& profile, const Placement& placement) {
                          model_->key);
   }
   instances_.erase(it);
-  occupied_ &= ~placement.Mask();
-  engines_used_ -= profile.engines;
+  occupancy_.Remove(*rules_, static_cast<size_t>(IndexOf(profile)), placement.Mask());
   return OkStatus();
 }
 
 uint32_t Layout::RemainingCapacity(const GiProfile& profile) const {
-  if (!BelongsTo(*model_, profile)) return 0;
-  const uint32_t count = CountOf(profile.id);
-  if (count >= profile.instance_count) return 0;
-  uint32_t capacity = profile.instance_count - count;
+  const int index = IndexOf(profile);
+  if (index < 0 || rules_ == nullptr) return 0;
+  const auto p = static_cast<size_t>(index);
+  if (occupancy_.counts[p] >= rules_->cap(p)) return 0;
+  uint32_t capacity = rules_->cap(p) - occupancy_.counts[p];
 
   // Placements are intervals on one axis, so taking the free one that ends
   // first, repeatedly, yields a largest pairwise-disjoint set (interval
   // scheduling); no search over subsets is needed.
   std::vector<Placement> free;
-  for (const Placement& p : profile.placements) {
-    if ((occupied_ & p.Mask()) == 0) free.push_back(p);
+  for (const Placement& pl : profile.placements) {
+    if ((occupancy_.mask & pl.Mask()) == 0) free.push_back(pl);
   }
   std::sort(free.begin(), free.end(),
             [](const Placement& a, const Placement& b) { return a.end() < b.end(); });
   uint32_t disjoint = 0;
   uint32_t taken = 0;
-  for (const Placement& p : free) {
-    if ((taken & p.Mask()) == 0) {
-      taken |= p.Mask();
+  for (const Placement& pl : free) {
+    if ((taken & pl.Mask()) == 0) {
+      taken |= pl.Mask();
       ++disjoint;
     }
   }
   capacity = std::min(capacity, disjoint);
 
-  Engines engines_free = model_->engine_totals;
-  engines_free -= engines_used_;
-  return std::min(capacity, EngineFit(engines_free, profile.engines));
+  EngineVector engines_free = rules_->totals();
+  for (size_t i = 0; i < engines_free.size(); ++i) {
+    engines_free[i] -= std::min(engines_free[i], occupancy_.used[i]);
+  }
+  return std::min(capacity, EngineFit(engines_free, rules_->engines(p)));
 }
 
 bool Layout::IsMaximal(const std::vector<const GiProfile*>& profiles) const {

@@ -1,13 +1,11 @@
 // File: mig/layout.h
 //
-// Layout: the GIs present on one GPU, as (profile, placement) pairs, with the
-// legality rules of mig-hardware.md §5.1-§5.4: the placement must be listed
-// for the profile, must not overlap another GI, the profile's instanceCount
-// must not be exceeded, and the GPU's engine budget (engineTotals) must cover
-// the profile's engines (this encodes +me and +me.all exclusivity).
+// Layout: the GIs present on one GPU, as (profile, placement) pairs, kept
+// legal by the rules of mig/legality.h (listed placement, no overlap,
+// instanceCount, engine budget), with messages that name the rule broken.
 //
-// Also: exhaustive enumeration of legal layouts (mig-hardware.md §4), used by
-// tests, the planner and benchmarks. Pure: no NVML, files or clock.
+// Also: exhaustive enumeration of legal layouts, used by tests, the planner
+// and benchmarks. Pure: no NVML, files or clock.
 //
 // Example:
 //   mig::Layout l(*model);
@@ -20,12 +18,14 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "base/ids.h"
 #include "base/status.h"
 #include "mig/catalog.h"
+#include "mig/legality.h"
 #include "mig/placement.h"
 
 namespace migd::mig {
@@ -45,14 +45,16 @@ class Layout {
 
   const GpuModel& model() const { return *model_; }
   const std::vector<PlacedGi>& instances() const { return instances_; }
-  uint32_t occupied_mask() const { return occupied_; }
-  const Engines& engines_used() const { return engines_used_; }
+  uint32_t occupied_mask() const { return occupancy_.mask; }
+  Engines engines_used() const { return ToEngines(occupancy_.used); }
+  const Occupancy& occupancy() const { return occupancy_; }
   // Instances of the given profile id present now.
   uint32_t CountOf(GiProfileId id) const;
 
   // Whether `profile` could be created at `placement` now.
   // kInvalidArgument: the placement is not in the profile's list (or the
-  //   profile is not of this model);
+  //   profile is not of this model, or the model does not fit
+  //   PlacementRules);
   // kResourceExhausted: overlap with an existing GI, instanceCount reached, or
   //   engine budget exhausted; the message says which.
   Status CanAdd(const GiProfile& profile, const Placement& placement) const;
@@ -62,7 +64,7 @@ class Layout {
   Status Remove(const GiProfile& profile, const Placement& placement);
 
   // How many more instances of `profile` could exist at the same time given
-  // the current GIs (mig-hardware.md §5.11): the minimum of the remaining
+  // the current GIs: the minimum of the remaining
   // instanceCount, the largest set of pairwise-disjoint free legal placements,
   // and what the remaining engine budget allows.
   uint32_t RemainingCapacity(const GiProfile& profile) const;
@@ -76,10 +78,16 @@ class Layout {
   std::string ToString() const;
 
  private:
+  // Index of `profile` in the model's table, or -1.
+  int IndexOf(const GiProfile& profile) const;
+
   const GpuModel* model_;
+  // Shared by copies (EnumerateLayouts copies a Layout per legal layout);
+  // null when the model does not fit the compact form (rules_error_ says why).
+  std::shared_ptr<const PlacementRules> rules_;
+  Status rules_error_;
   std::vector<PlacedGi> instances_;
-  uint32_t occupied_ = 0;
-  Engines engines_used_;
+  Occupancy occupancy_;
 };
 
 // Returns every legal layout built from `profiles` (pointers into one model),

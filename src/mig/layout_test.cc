@@ -50,7 +50,7 @@ std::set<std::string> Items(const Layout& l) {
   return out;
 }
 
-// "1g@0,1,2,3 + 2g@4 + 1g@6" (the notation of mig-hardware.md §4) -> items.
+// "1g@0,1,2,3 + 2g@4 + 1g@6" (starts grouped per profile) -> items.
 std::set<std::string> ItemsFromTable(const std::string& row) {
   std::set<std::string> out;
   std::istringstream in(row);
@@ -103,7 +103,7 @@ GpuModel WithoutEngineLimits(const GpuModel& model) {
 
 bool Holds(const Layout& l, const GiProfile& profile) { return l.CountOf(profile.id) > 0; }
 
-// mig-hardware.md §4, "The 19 maximal layouts".
+// The 19 maximal layouts of the base profiles on an 8-unit GPU.
 const char* const kNineteenMaximal[] = {
     "1g@0,1,2,3,4,5,6",
     "1g@0,1,2,3 + 2g@4 + 1g@6",
@@ -148,7 +148,7 @@ void ExpectEightUnitStructure(const GpuModel& model) {
   EXPECT_EQ(d.multisets, 38u);
   EXPECT_EQ(d.masks, 192u);
 
-  // Engine budgets never forbid a base or double-memory layout (§4).
+  // Engine budgets never forbid a base or double-memory layout.
   const GpuModel loose = WithoutEngineLimits(model);
   EXPECT_EQ(EnumerateLayouts(loose, ProfilesOfVariants(loose, {Variant::kBase})).size(), 298u);
   EXPECT_EQ(
@@ -212,7 +212,7 @@ TEST(LayoutStructureTest, A30NeverHoldsBothMeProfiles) {
   EXPECT_GT(with_one_g_me, 0u);
   EXPECT_GT(with_two_g_me, 0u);
 
-  // Without the engine budget, exactly 8 more states would hold both (§4).
+  // Without the engine budget, exactly 8 more states would hold both.
   const GpuModel loose = WithoutEngineLimits(a30);
   const GiProfile& loose_one = Profile(loose, "1g.6gb+me");
   const GiProfile& loose_two = Profile(loose, "2g.12gb+me");
@@ -396,7 +396,7 @@ TEST(LayoutTest, RemainingCapacityOnAnEmptyGpu) {
   EXPECT_EQ(l.RemainingCapacity(Profile(Model("a100-40gb"), "1g.5gb")), 0u);
 }
 
-// mig-hardware.md §5.11: one 3g makes the 1g capacity 3 at 0, 4 at 4.
+// One 3g makes the 1g capacity 3 at 0, 4 at 4.
 TEST(LayoutTest, RemainingCapacityDependsOnWhereThe3gSits) {
   const GpuModel& h100 = Model("h100-80gb");
   const GiProfile& three_g = Profile(h100, "3g.40gb");
@@ -522,7 +522,7 @@ TEST(LayoutTest, IsMaximal) {
   for (uint32_t start = 0; start < 7; ++start) {
     ASSERT_THAT(partial.Add(Profile(h100, "1g.10gb"), {start, 1}), IsOk());
   }
-  // Seven 1g leave slice 7 idle, yet nothing of the base set fits (§4).
+  // Seven 1g leave slice 7 idle, yet nothing of the base set fits.
   EXPECT_EQ(partial.occupied_mask(), 0x7Fu);
   EXPECT_TRUE(partial.IsMaximal(base));
 }

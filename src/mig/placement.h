@@ -1,7 +1,7 @@
 // File: mig/placement.h
 //
 // A GPU-instance placement: [start, start+size) on the memory-slice axis,
-// exactly nvmlGpuInstancePlacement_t (nvml.md §7.18). GPUs have 4, 8 or 12
+// exactly nvmlGpuInstancePlacement_t {start, size} of nvml.h. GPUs have 4, 8 or 12
 // memory units, so a placement is also a bit mask in a uint32_t.
 //
 // Thread-safety: value type.

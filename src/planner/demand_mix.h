@@ -2,8 +2,7 @@
 //
 // DemandMix: how often each GI profile has been asked for recently, with
 // exponential decay, so that the planner's alignment score can weight what a
-// placement keeps possible by what is likely to be asked for next
-// (placement.md §5.4, "w_p = current profile mix").
+// placement keeps possible by what is likely to be asked for next.
 //
 // The engine owns one DemandMix, calls Observe() for every requested instance
 // and hands Weights() to the planner (PlanInput::demand). Pure: time is an

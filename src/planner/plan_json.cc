@@ -1,12 +1,18 @@
 #include "planner/plan_json.h"
 
+#include <absl/strings/ascii.h>
+#include <absl/strings/match.h>
+#include <absl/strings/str_cat.h>
+#include <absl/strings/str_join.h>
+#include <absl/strings/str_split.h>
+#include <absl/strings/strip.h>
+
 #include <charconv>
-#include <exception>
-#include <initializer_list>
-#include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <system_error>
 
+#include "base/json_reader.h"
 #include "base/status_macros.h"
 
 namespace migd::planner {
@@ -14,152 +20,117 @@ namespace {
 
 using Json = nlohmann::json;
 
-Status FieldError(const std::string& where, const std::string& what) {
-  return InvalidArgumentError(where + ": " + what);
+// "start:size" at `r`.
+StatusOr<mig::Placement> PlacementAt(const JsonReader& r) {
+  MIGD_ASSIGN_OR_RETURN(std::string text, r.AsString());
+  if (!mig::ParsePlacement(text).ok()) return r.Expected("a placement \"start:size\"");
+  return *mig::ParsePlacement(text);
 }
 
-// Rejects fields of `obj` not in `allowed`.
-Status CheckFields(const Json& obj, const std::string& where,
-                   std::initializer_list<std::string_view> allowed) {
-  if (!obj.is_object()) return FieldError(where, "must be a JSON object");
-  for (auto it = obj.begin(); it != obj.end(); ++it) {
-    bool known = false;
-    for (std::string_view a : allowed) known = known || it.key() == a;
-    if (!known) return FieldError(where, "unknown field '" + it.key() + "'");
+StatusOr<mig::Placement> PlacementMember(const JsonReader& r, std::string_view key) {
+  MIGD_RETURN_IF_ERROR(r.String(key).status());
+  return PlacementAt(r.Child(key));
+}
+
+StatusOr<std::string> ProfileMember(const JsonReader& r) {
+  MIGD_ASSIGN_OR_RETURN(std::string profile, r.String("profile"));
+  if (profile.empty()) return r.ExpectedAt("profile", "a profile name");
+  return profile;
+}
+
+StatusOr<InstanceRequest> RequestItemFromJson(const JsonReader& item) {
+  MIGD_RETURN_IF_ERROR(item.NoUnknownKeys({"profile", "gpu", "placement"}));
+  InstanceRequest req;
+  MIGD_ASSIGN_OR_RETURN(req.profile, ProfileMember(item));
+  if (item.Has("gpu")) {
+    MIGD_ASSIGN_OR_RETURN(uint32_t index, item.Uint32("gpu"));
+    req.gpu = GpuIndex(index);
   }
-  return OkStatus();
-}
-
-const Json* Find(const Json& obj, const std::string& field) {
-  auto it = obj.find(field);
-  return it == obj.end() ? nullptr : &*it;
-}
-
-StatusOr<const Json*> Require(const Json& obj, const std::string& field, const std::string& where) {
-  const Json* v = Find(obj, field);
-  if (v == nullptr) return FieldError(where, "missing field '" + field + "'");
-  return v;
-}
-
-StatusOr<std::string> AsString(const Json& v, const std::string& where) {
-  if (!v.is_string()) return FieldError(where, "must be a string");
-  return v.get<std::string>();
-}
-
-StatusOr<uint64_t> AsUnsigned(const Json& v, const std::string& where, uint64_t max) {
-  // nlohmann keeps non-negative integer literals as number_unsigned.
-  if (!v.is_number_unsigned()) return FieldError(where, "must be a non-negative integer");
-  const auto n = v.get<uint64_t>();
-  if (n > max) return FieldError(where, "out of range: " + std::to_string(n));
-  return n;
-}
-
-StatusOr<int64_t> AsInt64(const Json& v, const std::string& where) {
-  if (v.is_number_unsigned()) {
-    const auto n = v.get<uint64_t>();
-    if (n > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-      return FieldError(where, "out of range: " + std::to_string(n));
-    }
-    return static_cast<int64_t>(n);
+  if (item.Has("placement")) {
+    MIGD_ASSIGN_OR_RETURN(req.placement, PlacementMember(item, "placement"));
   }
-  if (v.is_number_integer()) return v.get<int64_t>();
-  return FieldError(where, "must be an integer");
+  return req;
 }
 
-StatusOr<mig::Placement> AsPlacement(const Json& v, const std::string& where) {
-  MIGD_ASSIGN_OR_RETURN(std::string text, AsString(v, where));
-  StatusOr<mig::Placement> p = mig::ParsePlacement(text);
-  if (!p.ok()) return FieldError(where, std::string(p.status().message()));
-  return *p;
-}
-
-StatusOr<std::vector<InstanceRequest>> RequestFromJson(const Json& v, const std::string& where) {
-  if (v.is_string()) {
-    StatusOr<std::vector<InstanceRequest>> r = ParseRequest(v.get<std::string>());
-    if (!r.ok()) return r.status().WithContext(where);
-    return r;
+StatusOr<std::vector<InstanceRequest>> RequestFromJson(const JsonReader& r) {
+  if (r.value().is_string()) {
+    StatusOr<std::vector<InstanceRequest>> parsed = ParseRequest(r.value().get<std::string>());
+    if (!parsed.ok()) return r.Error(parsed.status().message());
+    return parsed;
   }
-  if (!v.is_array()) return FieldError(where, "must be an array or a request string");
+  if (!r.value().is_array()) return r.Expected("an array of instances or a request string");
+  MIGD_ASSIGN_OR_RETURN(std::vector<JsonReader> items, r.Elements());
   std::vector<InstanceRequest> out;
-  for (size_t i = 0; i < v.size(); ++i) {
-    const std::string w = where + "[" + std::to_string(i) + "]";
-    const Json& item = v[i];
-    MIGD_RETURN_IF_ERROR(CheckFields(item, w, {"profile", "gpu", "placement"}));
-    InstanceRequest req;
-    MIGD_ASSIGN_OR_RETURN(const Json* profile, Require(item, "profile", w));
-    MIGD_ASSIGN_OR_RETURN(req.profile, AsString(*profile, w + ".profile"));
-    if (req.profile.empty()) return FieldError(w + ".profile", "is empty");
-    if (const Json* gpu = Find(item, "gpu"); gpu != nullptr) {
-      MIGD_ASSIGN_OR_RETURN(uint64_t index,
-                            AsUnsigned(*gpu, w + ".gpu", std::numeric_limits<uint32_t>::max()));
-      req.gpu = GpuIndex(static_cast<uint32_t>(index));
-    }
-    if (const Json* pl = Find(item, "placement"); pl != nullptr) {
-      MIGD_ASSIGN_OR_RETURN(req.placement, AsPlacement(*pl, w + ".placement"));
-    }
+  for (const JsonReader& item : items) {
+    MIGD_ASSIGN_OR_RETURN(InstanceRequest req, RequestItemFromJson(item));
     out.push_back(std::move(req));
   }
   return out;
 }
 
-StatusOr<PlanInput> InputFromJson(const Json& doc, const mig::Catalog& catalog) {
-  MIGD_RETURN_IF_ERROR(CheckFields(doc, "input", {"gpus", "request", "demand"}));
+StatusOr<Occupant> OccupantFromJson(const JsonReader& r) {
+  MIGD_RETURN_IF_ERROR(r.NoUnknownKeys({"profile", "placement", "state", "key", "lastUsed"}));
+  Occupant o;
+  MIGD_ASSIGN_OR_RETURN(o.profile, ProfileMember(r));
+  MIGD_ASSIGN_OR_RETURN(o.placement, PlacementMember(r, "placement"));
+  MIGD_ASSIGN_OR_RETURN(size_t state, r.Enum("state", {"active", "idle", "error", "foreign"}));
+  constexpr OccupantState kStates[] = {OccupantState::kActive, OccupantState::kIdle,
+                                       OccupantState::kError, OccupantState::kForeign};
+  o.state = kStates[state];
+  MIGD_ASSIGN_OR_RETURN(o.key, r.OptionalString("key"));
+  MIGD_ASSIGN_OR_RETURN(o.last_used, r.OptionalInt("lastUsed", 0));
+  return o;
+}
+
+std::string ModelKeys(const mig::Catalog& catalog) {
+  std::vector<std::string> keys;
+  for (const mig::GpuModel& m : catalog.models()) keys.push_back(m.key);
+  return absl::StrJoin(keys, ", ");
+}
+
+StatusOr<GpuLayout> GpuFromJson(const JsonReader& r, const mig::Catalog& catalog) {
+  MIGD_RETURN_IF_ERROR(r.NoUnknownKeys({"index", "model", "instances"}));
+  GpuLayout g;
+  MIGD_ASSIGN_OR_RETURN(uint32_t index, r.Uint32("index"));
+  g.index = GpuIndex(index);
+  MIGD_ASSIGN_OR_RETURN(std::string key, r.String("model"));
+  g.model = catalog.FindModel(key);
+  if (g.model == nullptr) {
+    return r.ExpectedAt("model", "a model key of the catalogue (" + ModelKeys(catalog) + ")");
+  }
+  MIGD_ASSIGN_OR_RETURN(std::vector<JsonReader> instances, r.OptionalArray("instances"));
+  for (const JsonReader& ij : instances) {
+    MIGD_ASSIGN_OR_RETURN(Occupant o, OccupantFromJson(ij));
+    g.occupants.push_back(std::move(o));
+  }
+  return g;
+}
+
+StatusOr<DemandWeights> DemandFromJson(const JsonReader& r) {
+  MIGD_RETURN_IF_ERROR(r.ExpectObject());
+  DemandWeights out;
+  for (auto it = r.value().begin(); it != r.value().end(); ++it) {
+    const JsonReader w = r.Child(it.key());
+    MIGD_ASSIGN_OR_RETURN(double weight, w.AsDouble());
+    if (!(weight >= 0.0)) return w.Expected("a weight >= 0");
+    out[it.key()] = weight;
+  }
+  return out;
+}
+
+StatusOr<PlanInput> InputFromJson(const JsonReader& r, const mig::Catalog& catalog) {
+  MIGD_RETURN_IF_ERROR(r.NoUnknownKeys({"gpus", "request", "demand"}));
   PlanInput in;
-  MIGD_ASSIGN_OR_RETURN(const Json* gpus, Require(doc, "gpus", "input"));
-  if (!gpus->is_array()) return FieldError("gpus", "must be an array");
-  for (size_t i = 0; i < gpus->size(); ++i) {
-    const std::string w = "gpus[" + std::to_string(i) + "]";
-    const Json& gj = (*gpus)[i];
-    MIGD_RETURN_IF_ERROR(CheckFields(gj, w, {"index", "model", "instances"}));
-    GpuLayout g;
-    MIGD_ASSIGN_OR_RETURN(const Json* index, Require(gj, "index", w));
-    MIGD_ASSIGN_OR_RETURN(uint64_t idx,
-                          AsUnsigned(*index, w + ".index", std::numeric_limits<uint32_t>::max()));
-    g.index = GpuIndex(static_cast<uint32_t>(idx));
-    MIGD_ASSIGN_OR_RETURN(const Json* model, Require(gj, "model", w));
-    MIGD_ASSIGN_OR_RETURN(std::string key, AsString(*model, w + ".model"));
-    g.model = catalog.FindModel(key);
-    if (g.model == nullptr) return FieldError(w + ".model", "unknown model '" + key + "'");
-    if (const Json* insts = Find(gj, "instances"); insts != nullptr) {
-      if (!insts->is_array()) return FieldError(w + ".instances", "must be an array");
-      for (size_t k = 0; k < insts->size(); ++k) {
-        const std::string iw = w + ".instances[" + std::to_string(k) + "]";
-        const Json& ij = (*insts)[k];
-        MIGD_RETURN_IF_ERROR(
-            CheckFields(ij, iw, {"profile", "placement", "state", "key", "lastUsed"}));
-        Occupant o;
-        MIGD_ASSIGN_OR_RETURN(const Json* profile, Require(ij, "profile", iw));
-        MIGD_ASSIGN_OR_RETURN(o.profile, AsString(*profile, iw + ".profile"));
-        MIGD_ASSIGN_OR_RETURN(const Json* placement, Require(ij, "placement", iw));
-        MIGD_ASSIGN_OR_RETURN(o.placement, AsPlacement(*placement, iw + ".placement"));
-        MIGD_ASSIGN_OR_RETURN(const Json* state, Require(ij, "state", iw));
-        MIGD_ASSIGN_OR_RETURN(std::string state_text, AsString(*state, iw + ".state"));
-        StatusOr<OccupantState> st = ParseOccupantState(state_text);
-        if (!st.ok()) return st.status().WithContext(iw + ".state");
-        o.state = *st;
-        if (const Json* key_json = Find(ij, "key"); key_json != nullptr) {
-          MIGD_ASSIGN_OR_RETURN(o.key, AsString(*key_json, iw + ".key"));
-        }
-        if (const Json* lu = Find(ij, "lastUsed"); lu != nullptr) {
-          MIGD_ASSIGN_OR_RETURN(o.last_used, AsInt64(*lu, iw + ".lastUsed"));
-        }
-        g.occupants.push_back(std::move(o));
-      }
-    }
+  MIGD_ASSIGN_OR_RETURN(std::vector<JsonReader> gpus, r.Array("gpus"));
+  for (const JsonReader& gj : gpus) {
+    MIGD_ASSIGN_OR_RETURN(GpuLayout g, GpuFromJson(gj, catalog));
     in.gpus.push_back(std::move(g));
   }
-  if (const Json* req = Find(doc, "request"); req != nullptr) {
-    MIGD_ASSIGN_OR_RETURN(in.request, RequestFromJson(*req, "request"));
+  if (r.Has("request")) {
+    MIGD_ASSIGN_OR_RETURN(in.request, RequestFromJson(r.Child("request")));
   }
-  if (const Json* demand = Find(doc, "demand"); demand != nullptr) {
-    if (!demand->is_object()) return FieldError("demand", "must be an object");
-    for (auto it = demand->begin(); it != demand->end(); ++it) {
-      const std::string w = "demand['" + it.key() + "']";
-      if (!it.value().is_number()) return FieldError(w, "must be a number");
-      const double weight = it.value().get<double>();
-      if (!(weight >= 0.0)) return FieldError(w, "must be >= 0");
-      in.demand[it.key()] = weight;
-    }
+  if (r.Has("demand")) {
+    MIGD_ASSIGN_OR_RETURN(in.demand, DemandFromJson(r.Child("demand")));
   }
   return in;
 }
@@ -174,22 +145,16 @@ Json ReclaimToJson(const ReclaimedInstance& r) {
   return j;
 }
 
-StatusOr<ReclaimedInstance> ReclaimFromJson(const Json& j, const std::string& w) {
-  MIGD_RETURN_IF_ERROR(CheckFields(j, w, {"gpu", "key", "profile", "placement", "lastUsed"}));
-  ReclaimedInstance r;
-  MIGD_ASSIGN_OR_RETURN(const Json* gpu, Require(j, "gpu", w));
-  MIGD_ASSIGN_OR_RETURN(uint64_t g,
-                        AsUnsigned(*gpu, w + ".gpu", std::numeric_limits<uint32_t>::max()));
-  r.gpu = GpuIndex(static_cast<uint32_t>(g));
-  MIGD_ASSIGN_OR_RETURN(const Json* key, Require(j, "key", w));
-  MIGD_ASSIGN_OR_RETURN(r.key, AsString(*key, w + ".key"));
-  MIGD_ASSIGN_OR_RETURN(const Json* profile, Require(j, "profile", w));
-  MIGD_ASSIGN_OR_RETURN(r.profile, AsString(*profile, w + ".profile"));
-  MIGD_ASSIGN_OR_RETURN(const Json* pl, Require(j, "placement", w));
-  MIGD_ASSIGN_OR_RETURN(r.placement, AsPlacement(*pl, w + ".placement"));
-  MIGD_ASSIGN_OR_RETURN(const Json* lu, Require(j, "lastUsed", w));
-  MIGD_ASSIGN_OR_RETURN(r.last_used, AsInt64(*lu, w + ".lastUsed"));
-  return r;
+StatusOr<ReclaimedInstance> ReclaimFromJson(const JsonReader& r) {
+  MIGD_RETURN_IF_ERROR(r.NoUnknownKeys({"gpu", "key", "profile", "placement", "lastUsed"}));
+  ReclaimedInstance out;
+  MIGD_ASSIGN_OR_RETURN(uint32_t gpu, r.Uint32("gpu"));
+  out.gpu = GpuIndex(gpu);
+  MIGD_ASSIGN_OR_RETURN(out.key, r.String("key"));
+  MIGD_ASSIGN_OR_RETURN(out.profile, r.String("profile"));
+  MIGD_ASSIGN_OR_RETURN(out.placement, PlacementMember(r, "placement"));
+  MIGD_ASSIGN_OR_RETURN(out.last_used, r.Int("lastUsed"));
+  return out;
 }
 
 // (JSON name, member) pairs of PlanScore and PlanStats, in one place so that
@@ -197,8 +162,10 @@ StatusOr<ReclaimedInstance> ReclaimFromJson(const Json& j, const std::string& w)
 struct ScoreField {
   const char* name;
   int64_t PlanScore::*member;
+  bool optional = false;  // absent from documents written before the value policy
 };
 constexpr ScoreField kScoreFields[] = {
+    {"valueLoss", &PlanScore::value_loss, true},
     {"nodeLoss", &PlanScore::node_loss},
     {"openedGpus", &PlanScore::opened_gpus},
     {"pinLoss", &PlanScore::pin_loss},
@@ -219,113 +186,94 @@ constexpr StatsField kStatsFields[] = {
     {"candidatesExamined", &PlanStats::candidates_examined},
     {"exhaustiveOptions", &PlanStats::exhaustive_options},
     {"exhaustiveStates", &PlanStats::exhaustive_states},
+    {"valueVersion", &PlanStats::value_version},
 };
 
-StatusOr<Plan> PlanFromJsonValue(const Json& doc) {
+constexpr Stage kStages[] = {Stage::kReuse, Stage::kFree, Stage::kReclaim};
+
+StatusOr<InstancePlan> InstancePlanFromJson(const JsonReader& r) {
+  MIGD_RETURN_IF_ERROR(r.NoUnknownKeys(
+      {"stage", "gpu", "profile", "profileId", "placement", "reuseKey", "reclaim"}));
+  InstancePlan ip;
+  MIGD_ASSIGN_OR_RETURN(size_t stage, r.Enum("stage", {"reuse", "free", "reclaim"}));
+  ip.stage = kStages[stage];
+  MIGD_ASSIGN_OR_RETURN(uint32_t gpu, r.Uint32("gpu"));
+  ip.gpu = GpuIndex(gpu);
+  MIGD_ASSIGN_OR_RETURN(ip.profile, r.String("profile"));
+  MIGD_ASSIGN_OR_RETURN(uint32_t id, r.Uint32("profileId"));
+  ip.profile_id = GiProfileId(id);
+  MIGD_ASSIGN_OR_RETURN(ip.placement, PlacementMember(r, "placement"));
+  MIGD_ASSIGN_OR_RETURN(ip.reuse_key, r.OptionalString("reuseKey"));
+  MIGD_ASSIGN_OR_RETURN(std::vector<JsonReader> reclaims, r.OptionalArray("reclaim"));
+  for (const JsonReader& rc : reclaims) {
+    MIGD_ASSIGN_OR_RETURN(ReclaimedInstance rec, ReclaimFromJson(rc));
+    ip.reclaim.push_back(std::move(rec));
+  }
+  return ip;
+}
+
+StatusOr<PlanScore> ScoreFromJson(const JsonReader& r) {
+  PlanScore score;
+  for (const ScoreField& f : kScoreFields) {
+    if (f.optional) {
+      MIGD_ASSIGN_OR_RETURN(score.*f.member, r.OptionalInt(f.name, 0));
+    } else {
+      MIGD_ASSIGN_OR_RETURN(score.*f.member, r.Int(f.name));
+    }
+  }
+  for (auto it = r.value().begin(); it != r.value().end(); ++it) {
+    bool known = false;
+    for (const ScoreField& f : kScoreFields) known = known || it.key() == f.name;
+    if (!known) return r.ErrorAt(it.key(), "unknown member (a typo, or a newer format?)");
+  }
+  return score;
+}
+
+StatusOr<PlanStats> StatsFromJson(const JsonReader& r) {
   MIGD_RETURN_IF_ERROR(
-      CheckFields(doc, "plan", {"stage", "search", "instances", "score", "stats"}));
+      r.NoUnknownKeys({"candidatesExamined", "exhaustiveOptions", "exhaustiveStates",
+                       "valueVersion", "greedyFailed", "valuePolicy"}));
+  PlanStats stats;
+  for (const StatsField& f : kStatsFields) {
+    MIGD_ASSIGN_OR_RETURN(stats.*f.member, r.OptionalUint(f.name, 0));
+  }
+  MIGD_ASSIGN_OR_RETURN(stats.greedy_failed, r.OptionalBool("greedyFailed", false));
+  MIGD_ASSIGN_OR_RETURN(stats.value_policy, r.OptionalBool("valuePolicy", false));
+  return stats;
+}
+
+StatusOr<Plan> PlanFromJsonValue(const JsonReader& r) {
+  MIGD_RETURN_IF_ERROR(r.NoUnknownKeys({"stage", "search", "instances", "score", "stats"}));
   Plan plan;
-  MIGD_ASSIGN_OR_RETURN(const Json* stage, Require(doc, "stage", "plan"));
-  MIGD_ASSIGN_OR_RETURN(std::string stage_text, AsString(*stage, "stage"));
-  StatusOr<Stage> st = ParseStage(stage_text);
-  if (!st.ok()) return st.status().WithContext("stage");
-  plan.stage = *st;
-  MIGD_ASSIGN_OR_RETURN(const Json* search, Require(doc, "search", "plan"));
-  MIGD_ASSIGN_OR_RETURN(std::string search_text, AsString(*search, "search"));
-  StatusOr<Search> se = ParseSearch(search_text);
-  if (!se.ok()) return se.status().WithContext("search");
-  plan.search = *se;
-  MIGD_ASSIGN_OR_RETURN(const Json* insts, Require(doc, "instances", "plan"));
-  if (!insts->is_array()) return FieldError("instances", "must be an array");
-  for (size_t i = 0; i < insts->size(); ++i) {
-    const std::string w = "instances[" + std::to_string(i) + "]";
-    const Json& ij = (*insts)[i];
-    MIGD_RETURN_IF_ERROR(CheckFields(
-        ij, w, {"stage", "gpu", "profile", "profileId", "placement", "reuseKey", "reclaim"}));
-    InstancePlan ip;
-    MIGD_ASSIGN_OR_RETURN(const Json* ist, Require(ij, "stage", w));
-    MIGD_ASSIGN_OR_RETURN(std::string ist_text, AsString(*ist, w + ".stage"));
-    StatusOr<Stage> s = ParseStage(ist_text);
-    if (!s.ok()) return s.status().WithContext(w + ".stage");
-    ip.stage = *s;
-    MIGD_ASSIGN_OR_RETURN(const Json* gpu, Require(ij, "gpu", w));
-    MIGD_ASSIGN_OR_RETURN(uint64_t g,
-                          AsUnsigned(*gpu, w + ".gpu", std::numeric_limits<uint32_t>::max()));
-    ip.gpu = GpuIndex(static_cast<uint32_t>(g));
-    MIGD_ASSIGN_OR_RETURN(const Json* profile, Require(ij, "profile", w));
-    MIGD_ASSIGN_OR_RETURN(ip.profile, AsString(*profile, w + ".profile"));
-    MIGD_ASSIGN_OR_RETURN(const Json* pid, Require(ij, "profileId", w));
-    MIGD_ASSIGN_OR_RETURN(uint64_t id,
-                          AsUnsigned(*pid, w + ".profileId", std::numeric_limits<uint32_t>::max()));
-    ip.profile_id = GiProfileId(static_cast<uint32_t>(id));
-    MIGD_ASSIGN_OR_RETURN(const Json* pl, Require(ij, "placement", w));
-    MIGD_ASSIGN_OR_RETURN(ip.placement, AsPlacement(*pl, w + ".placement"));
-    if (const Json* rk = Find(ij, "reuseKey"); rk != nullptr) {
-      MIGD_ASSIGN_OR_RETURN(ip.reuse_key, AsString(*rk, w + ".reuseKey"));
-    }
-    if (const Json* rc = Find(ij, "reclaim"); rc != nullptr) {
-      if (!rc->is_array()) return FieldError(w + ".reclaim", "must be an array");
-      for (size_t k = 0; k < rc->size(); ++k) {
-        MIGD_ASSIGN_OR_RETURN(ReclaimedInstance r,
-                              ReclaimFromJson((*rc)[k], w + ".reclaim[" + std::to_string(k) + "]"));
-        ip.reclaim.push_back(std::move(r));
-      }
-    }
+  MIGD_ASSIGN_OR_RETURN(size_t stage, r.Enum("stage", {"reuse", "free", "reclaim"}));
+  plan.stage = kStages[stage];
+  MIGD_ASSIGN_OR_RETURN(size_t search, r.Enum("search", {"greedy", "exhaustive"}));
+  plan.search = search == 0 ? Search::kGreedy : Search::kExhaustive;
+  MIGD_ASSIGN_OR_RETURN(std::vector<JsonReader> instances, r.Array("instances"));
+  for (const JsonReader& ij : instances) {
+    MIGD_ASSIGN_OR_RETURN(InstancePlan ip, InstancePlanFromJson(ij));
     plan.instances.push_back(std::move(ip));
   }
-  MIGD_ASSIGN_OR_RETURN(const Json* score, Require(doc, "score", "plan"));
-  if (!score->is_object()) return FieldError("score", "must be an object");
-  for (const ScoreField& f : kScoreFields) {
-    MIGD_ASSIGN_OR_RETURN(const Json* v, Require(*score, f.name, "score"));
-    MIGD_ASSIGN_OR_RETURN(plan.score.*f.member, AsInt64(*v, std::string("score.") + f.name));
-  }
-  if (score->size() != std::size(kScoreFields)) {
-    return FieldError("score", "unexpected fields (want exactly " +
-                                   std::to_string(std::size(kScoreFields)) + ")");
-  }
-  if (const Json* stats = Find(doc, "stats"); stats != nullptr) {
-    MIGD_RETURN_IF_ERROR(CheckFields(
-        *stats, "stats",
-        {"candidatesExamined", "exhaustiveOptions", "exhaustiveStates", "greedyFailed"}));
-    for (const StatsField& f : kStatsFields) {
-      const Json* v = Find(*stats, f.name);
-      if (v == nullptr) continue;
-      MIGD_ASSIGN_OR_RETURN(plan.stats.*f.member, AsUnsigned(*v, std::string("stats.") + f.name,
-                                                             std::numeric_limits<uint64_t>::max()));
-    }
-    if (const Json* v = Find(*stats, "greedyFailed"); v != nullptr) {
-      if (!v->is_boolean()) return FieldError("stats.greedyFailed", "must be true or false");
-      plan.stats.greedy_failed = v->get<bool>();
-    }
+  MIGD_ASSIGN_OR_RETURN(JsonReader score, r.Object("score"));
+  MIGD_ASSIGN_OR_RETURN(plan.score, ScoreFromJson(score));
+  MIGD_ASSIGN_OR_RETURN(std::optional<JsonReader> stats, r.OptionalObject("stats"));
+  if (stats.has_value()) {
+    MIGD_ASSIGN_OR_RETURN(plan.stats, StatsFromJson(*stats));
   }
   return plan;
 }
 
-std::string Trim(std::string_view s) {
-  const size_t b = s.find_first_not_of(" \t\n");
-  if (b == std::string_view::npos) return "";
-  const size_t e = s.find_last_not_of(" \t\n");
-  return std::string(s.substr(b, e - b + 1));
-}
-
 }  // namespace
 
-StatusOr<PlanInput> PlanInputFromJsonValue(const nlohmann::json& doc, const mig::Catalog& catalog) {
-  try {
-    return InputFromJson(doc, catalog);
-  } catch (const std::exception& e) {
-    return InvalidArgumentError(std::string("input: ") + e.what());
-  }
+StatusOr<PlanInput> PlanInputFromJsonValue(const nlohmann::json& doc, const mig::Catalog& catalog,
+                                           std::string_view source) {
+  return InputFromJson(JsonReader(doc, std::string(source)), catalog);
 }
 
-StatusOr<PlanInput> PlanInputFromJson(std::string_view text, const mig::Catalog& catalog) {
-  Json doc;
-  try {
-    doc = Json::parse(text);
-  } catch (const std::exception& e) {
-    return InvalidArgumentError(std::string("input: malformed JSON: ") + e.what());
-  }
-  return PlanInputFromJsonValue(doc, catalog);
+StatusOr<PlanInput> PlanInputFromJson(std::string_view text, const mig::Catalog& catalog,
+                                      std::string_view source) {
+  MIGD_ASSIGN_OR_RETURN(Json doc, ParseJson(text, source));
+  return PlanInputFromJsonValue(doc, catalog, source);
 }
 
 nlohmann::json PlanInputToJsonValue(const PlanInput& input) {
@@ -371,45 +319,41 @@ nlohmann::json PlanInputToJsonValue(const PlanInput& input) {
 std::string PlanInputToJson(const PlanInput& input) { return PlanInputToJsonValue(input).dump(2); }
 
 StatusOr<std::vector<InstanceRequest>> ParseRequest(std::string_view text) {
+  // Debian's abseil has its own string_view type (not std::string_view).
+  const std::vector<absl::string_view> items =
+      absl::StrSplit(absl::string_view(text.data(), text.size()), ',');
   std::vector<InstanceRequest> out;
-  size_t item_no = 0;
-  size_t pos = 0;
-  while (true) {
-    const size_t comma = text.find(',', pos);
-    const std::string item = Trim(
-        text.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos));
-    const std::string where = "request item " + std::to_string(item_no) + " '" + item + "'";
-    if (item.empty()) {
-      return InvalidArgumentError("request item " + std::to_string(item_no) + ": empty");
-    }
+  for (size_t item_no = 0; item_no < items.size(); ++item_no) {
+    const absl::string_view item = absl::StripAsciiWhitespace(items[item_no]);
+    const std::string where = absl::StrCat("request item ", item_no, " '", item, "'");
+    if (item.empty())
+      return InvalidArgumentError(absl::StrCat("request item ", item_no, ": empty"));
     InstanceRequest req;
-    std::string_view rest = item;
-    if (rest.substr(0, 3) == "gpu") {
+    absl::string_view rest = item;
+    if (absl::ConsumePrefix(&rest, "gpu")) {
       const size_t slash = rest.find('/');
-      if (slash == std::string_view::npos) {
+      if (slash == absl::string_view::npos) {
         return InvalidArgumentError(where + ": want gpuN/PROFILE");
       }
-      const std::string_view digits = rest.substr(3, slash - 3);
+      const absl::string_view digits = rest.substr(0, slash);
       uint32_t index = 0;
       auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), index);
       if (digits.empty() || ec != std::errc() || ptr != digits.data() + digits.size()) {
-        return InvalidArgumentError(where + ": bad GPU index '" + std::string(digits) + "'");
+        return InvalidArgumentError(absl::StrCat(where, ": bad GPU index '", digits, "'"));
       }
       req.gpu = GpuIndex(index);
       rest.remove_prefix(slash + 1);
     }
     const size_t at = rest.find('@');
-    req.profile = Trim(rest.substr(0, at));
+    req.profile = std::string(absl::StripAsciiWhitespace(rest.substr(0, at)));
     if (req.profile.empty()) return InvalidArgumentError(where + ": missing profile");
-    if (at != std::string_view::npos) {
-      StatusOr<mig::Placement> p = mig::ParsePlacement(Trim(rest.substr(at + 1)));
+    if (at != absl::string_view::npos) {
+      const std::string placement(absl::StripAsciiWhitespace(rest.substr(at + 1)));
+      StatusOr<mig::Placement> p = mig::ParsePlacement(placement);
       if (!p.ok()) return p.status().WithContext(where);
       req.placement = *p;
     }
     out.push_back(std::move(req));
-    if (comma == std::string_view::npos) break;
-    pos = comma + 1;
-    ++item_no;
   }
   return out;
 }
@@ -461,18 +405,16 @@ nlohmann::json PlanToJsonValue(const Plan& plan) {
   Json stats = Json::object();
   for (const StatsField& f : kStatsFields) stats[f.name] = plan.stats.*f.member;
   stats["greedyFailed"] = plan.stats.greedy_failed;
+  stats["valuePolicy"] = plan.stats.value_policy;
   doc["stats"] = std::move(stats);
   return doc;
 }
 
 std::string PlanToJson(const Plan& plan) { return PlanToJsonValue(plan).dump(2); }
 
-StatusOr<Plan> PlanFromJson(std::string_view text) {
-  try {
-    return PlanFromJsonValue(Json::parse(text));
-  } catch (const std::exception& e) {
-    return InvalidArgumentError(std::string("plan: malformed JSON: ") + e.what());
-  }
+StatusOr<Plan> PlanFromJson(std::string_view text, std::string_view source) {
+  MIGD_ASSIGN_OR_RETURN(Json doc, ParseJson(text, source));
+  return PlanFromJsonValue(JsonReader(doc, std::string(source)));
 }
 
 }  // namespace migd::planner

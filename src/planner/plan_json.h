@@ -3,9 +3,11 @@
 // JSON forms of the planner's input (GPU layouts, request, demand mix) and
 // output (Plan), and a one-line request syntax, so that `migctl plan` and the
 // benchmark can turn a layout file plus a request string into a PlanInput and
-// print the Plan. Parse edges only: nlohmann::json exceptions are caught here
-// and become kInvalidArgument naming the field ("gpus[1].instances[0].state:
-// ..."). Unknown fields are rejected, so a typo is not silently ignored.
+// print the Plan. Documents are read with base/json_reader.h: every error is
+// kInvalidArgument "<source>: <JSON pointer>: expected <X>, got <Y>" (e.g.
+// "h100.json: /gpus/1/instances/0/state: expected one of active, idle,
+// error, foreign, got \"busy\""). Unknown fields are rejected, so a typo is
+// not silently ignored.
 //
 // Input document (the layout file; "request" and "demand" are optional):
 //   {
@@ -55,12 +57,15 @@
 namespace migd::planner {
 
 // Parses an input document. Model keys are resolved in `catalog`, which must
-// outlive the returned PlanInput (it points into it). kInvalidArgument names
-// the field at fault: malformed JSON, a missing or mistyped field, an unknown
-// field, model, state or placement text. Semantic checks (profiles known to
-// the model, overlaps, keys) are MakePlan's.
-StatusOr<PlanInput> PlanInputFromJson(std::string_view text, const mig::Catalog& catalog);
-StatusOr<PlanInput> PlanInputFromJsonValue(const nlohmann::json& doc, const mig::Catalog& catalog);
+// outlive the returned PlanInput (it points into it). `source` (e.g. the file
+// name) opens every message. kInvalidArgument names the member at fault:
+// malformed JSON, a missing or mistyped member, an unknown member, model,
+// state or placement text. Semantic checks (profiles known to the model,
+// overlaps, keys) are MakePlan's.
+StatusOr<PlanInput> PlanInputFromJson(std::string_view text, const mig::Catalog& catalog,
+                                      std::string_view source = "");
+StatusOr<PlanInput> PlanInputFromJsonValue(const nlohmann::json& doc, const mig::Catalog& catalog,
+                                           std::string_view source = "");
 
 // The input document of `input`, GPUs and instances in the given order.
 // "request" and "demand" are written only when non-empty.
@@ -77,8 +82,8 @@ std::string RequestToString(const std::vector<InstanceRequest>& request);
 // The plan document (pretty-printed with 2-space indent for PlanToJson).
 std::string PlanToJson(const Plan& plan);
 nlohmann::json PlanToJsonValue(const Plan& plan);
-// Parses a plan document; kInvalidArgument names the field at fault.
-StatusOr<Plan> PlanFromJson(std::string_view text);
+// Parses a plan document; kInvalidArgument names the member at fault.
+StatusOr<Plan> PlanFromJson(std::string_view text, std::string_view source = "");
 
 }  // namespace migd::planner
 

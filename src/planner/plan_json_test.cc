@@ -5,6 +5,8 @@
 
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "planner/planner_test_util.h"
 #include "testing/status_matchers.h"
 
@@ -12,6 +14,7 @@ namespace migd::planner {
 namespace {
 
 using ::migd::testing::StatusIs;
+using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
@@ -58,12 +61,11 @@ TEST(PlanJsonTest, InputRoundTrips) {
 }
 
 TEST(PlanJsonTest, PlanRoundTripsAndIsStable) {
-  const PlanInput in =
-      Input({Gpu(0, "h100-80gb",
-                 {Active("4g.40gb", "0:4", "a"), Idle("1g.20gb", "4:2", "x", 3),
-                  Idle("1g.10gb", "6:1", "r", 1)}),
-             Gpu(1, "h100-80gb")},
-            {Any("1g.10gb"), Any("1g.10gb"), Any("1g.10gb")});
+  const PlanInput in = Input({Gpu(0, "h100-80gb",
+                                  {Active("4g.40gb", "0:4", "a"), Idle("1g.20gb", "4:2", "x", 3),
+                                   Idle("1g.10gb", "6:1", "r", 1)}),
+                              Gpu(1, "h100-80gb")},
+                             {Any("1g.10gb"), Any("1g.10gb"), Any("1g.10gb")});
   MIGD_ASSERT_OK_AND_ASSIGN(Plan plan, MakePlan(in));
   const std::string text = PlanToJson(plan);
   MIGD_ASSERT_OK_AND_ASSIGN(Plan back, PlanFromJson(text));
@@ -76,39 +78,89 @@ TEST(PlanJsonTest, PlanRoundTripsAndIsStable) {
   EXPECT_THAT(text, HasSubstr(R"("greedyFailed": false)"));
 }
 
-TEST(PlanJsonTest, ErrorsNameTheField) {
+// One error style (base/json_reader.h): "<source>: <JSON pointer>: expected
+// <X>, got <Y>".
+// The value policy's fields: written, read back, and optional for plan
+// documents written before them.
+TEST(PlanJsonTest, ValueFieldsRoundTripAndAreOptional) {
+  MIGD_ASSERT_OK_AND_ASSIGN(PlanInput in, PlanInputFromJson(kLayout, mig::Catalog::Default()));
+  MIGD_ASSERT_OK_AND_ASSIGN(Plan plan, MakePlan(in));
+  plan.score.value_loss = 12345;
+  plan.stats.value_policy = true;
+  plan.stats.value_version = 7;
+  const std::string text = PlanToJson(plan);
+  EXPECT_THAT(text, HasSubstr(R"("valueLoss": 12345)"));
+  EXPECT_THAT(text, HasSubstr(R"("valuePolicy": true)"));
+  EXPECT_THAT(text, HasSubstr(R"("valueVersion": 7)"));
+  MIGD_ASSERT_OK_AND_ASSIGN(Plan back, PlanFromJson(text));
+  EXPECT_EQ(back, plan);
+  nlohmann::json old = nlohmann::json::parse(text);
+  old["score"].erase("valueLoss");
+  old["stats"].erase("valuePolicy");
+  old["stats"].erase("valueVersion");
+  MIGD_ASSERT_OK_AND_ASSIGN(Plan before, PlanFromJson(old.dump()));
+  EXPECT_EQ(before.score.value_loss, 0);
+  EXPECT_FALSE(before.stats.value_policy);
+  EXPECT_EQ(before.stats.value_version, 0u);
+}
+
+TEST(PlanJsonTest, ErrorsNameTheMember) {
   const mig::Catalog& cat = mig::Catalog::Default();
-  EXPECT_THAT(PlanInputFromJson("{", cat),
-              StatusIs(StatusCode::kInvalidArgument, HasSubstr("malformed JSON")));
-  EXPECT_THAT(PlanInputFromJson(R"({"gpus": 3})", cat),
-              StatusIs(StatusCode::kInvalidArgument, HasSubstr("gpus: must be an array")));
-  EXPECT_THAT(
-      PlanInputFromJson(R"({"gpus": [{"index": 0, "model": "z100"}]})", cat),
-      StatusIs(StatusCode::kInvalidArgument, HasSubstr("gpus[0].model: unknown model 'z100'")));
-  EXPECT_THAT(PlanInputFromJson(R"({"gpus": [{"index": -1, "model": "h100-80gb"}]})", cat),
-              StatusIs(StatusCode::kInvalidArgument, HasSubstr("gpus[0].index")));
-  EXPECT_THAT(PlanInputFromJson(R"({"gpus": [{"model": "h100-80gb"}]})", cat),
-              StatusIs(StatusCode::kInvalidArgument, HasSubstr("gpus[0]: missing field 'index'")));
-  EXPECT_THAT(PlanInputFromJson(R"({"gpus": [{"index": 0, "model": "h100-80gb", "instances": [
-                           {"profile": "1g.10gb", "placement": "0:1", "state": "busy"}]}]})",
-                                cat),
-              StatusIs(StatusCode::kInvalidArgument, HasSubstr("gpus[0].instances[0].state")));
-  EXPECT_THAT(PlanInputFromJson(R"({"gpus": [{"index": 0, "model": "h100-80gb", "instances": [
-                           {"profile": "1g.10gb", "placement": "0-1", "state": "idle"}]}]})",
-                                cat),
-              StatusIs(StatusCode::kInvalidArgument, HasSubstr("gpus[0].instances[0].placement")));
-  EXPECT_THAT(PlanInputFromJson(R"({"gpus": [{"index": 0, "model": "h100-80gb", "instances": [
-                           {"profile": "1g.10gb", "placement": "0:1", "stat": "idle"}]}]})",
-                                cat),
+  auto input_error = [&cat](std::string_view text) {
+    return PlanInputFromJson(text, cat, "h100.json").status();
+  };
+  EXPECT_THAT(input_error("{"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("h100.json: not valid JSON")));
+  EXPECT_THAT(input_error(R"({"gpus": 3})"),
               StatusIs(StatusCode::kInvalidArgument,
-                       HasSubstr("gpus[0].instances[0]: unknown field 'stat'")));
-  EXPECT_THAT(
-      PlanInputFromJson(R"({"gpus": [], "request": [{"gpu": 1}]})", cat),
-      StatusIs(StatusCode::kInvalidArgument, HasSubstr("request[0]: missing field 'profile'")));
-  EXPECT_THAT(PlanInputFromJson(R"({"gpus": [], "demand": {"1g.10gb": "lots"}})", cat),
-              StatusIs(StatusCode::kInvalidArgument, HasSubstr("demand['1g.10gb']")));
-  EXPECT_THAT(PlanFromJson(R"({"stage": "free"})"),
-              StatusIs(StatusCode::kInvalidArgument, HasSubstr("missing field 'search'")));
+                       HasSubstr("h100.json: /gpus: expected an array, got 3")));
+  EXPECT_THAT(input_error(R"({"gpus": [{"index": 0, "model": "z100"}]})"),
+              StatusIs(StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("/gpus/0/model: expected a model key of the catalogue ("),
+                             HasSubstr("h100-80gb"), HasSubstr("got \"z100\""))));
+  EXPECT_THAT(input_error(R"({"gpus": [{"index": -1, "model": "h100-80gb"}]})"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("/gpus/0/index: expected")));
+  EXPECT_THAT(input_error(R"({"gpus": [{"model": "h100-80gb"}]})"),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("/gpus/0/index: expected a non-negative integer, got nothing")));
+  EXPECT_THAT(input_error(R"({"gpus": [{"index": 0, "model": "h100-80gb", "instances": [
+                           {"profile": "1g.10gb", "placement": "0:1", "state": "busy"}]}]})"),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("/gpus/0/instances/0/state: expected one of active, idle, "
+                                 "error, foreign, got \"busy\"")));
+  EXPECT_THAT(input_error(R"({"gpus": [{"index": 0, "model": "h100-80gb", "instances": [
+                           {"profile": "1g.10gb", "placement": "0-1", "state": "idle"}]}]})"),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("/gpus/0/instances/0/placement: expected a placement "
+                                 "\"start:size\", got \"0-1\"")));
+  EXPECT_THAT(input_error(R"({"gpus": [{"index": 0, "model": "h100-80gb", "instances": [
+                           {"profile": "1g.10gb", "placement": "0:1", "stat": "idle"}]}]})"),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("/gpus/0/instances/0/stat: unknown member")));
+  EXPECT_THAT(input_error(R"({"gpus": [], "request": [{"gpu": 1}]})"),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("/request/0/profile: expected a string, got nothing")));
+  EXPECT_THAT(input_error(R"({"gpus": [], "request": [{"profile": ""}]})"),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("/request/0/profile: expected a profile name, got \"\"")));
+  EXPECT_THAT(input_error(R"({"gpus": [], "request": "1g.10gb,,2g.20gb"})"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("/request: request item 1: empty")));
+  EXPECT_THAT(input_error(R"({"gpus": [], "request": 7})"),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("/request: expected an array of instances or a request string")));
+  EXPECT_THAT(input_error(R"({"gpus": [], "demand": {"1g.10gb": "lots"}})"),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("/demand/1g.10gb: expected a number, got \"lots\"")));
+  EXPECT_THAT(input_error(R"({"gpus": [], "demand": {"1g.10gb": -1}})"),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("/demand/1g.10gb: expected a weight >= 0, got -1")));
+  EXPECT_THAT(PlanFromJson(R"({"stage": "free"})", "plan.json"),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("plan.json: /search: expected one of greedy, exhaustive, got "
+                                 "nothing")));
+  EXPECT_THAT(PlanFromJson(R"({"stage": "free", "search": "greedy", "instances": [],
+                               "score": {"loss": 0, "extra": 1}})"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("/score/nodeLoss: expected")));
 }
 
 TEST(PlanJsonTest, RequestSyntax) {

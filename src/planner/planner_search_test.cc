@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -15,6 +16,8 @@
 #include "planner/plan_json.h"
 #include "planner/planner.h"
 #include "planner/planner_test_util.h"
+#include "planner/solve_executor.h"
+#include "planner/value_service.h"
 #include "testing/status_matchers.h"
 
 namespace migd::planner {
@@ -196,16 +199,37 @@ bool ExistsPlan(const std::vector<GpuView>& gpus, const std::vector<InstanceRequ
   return rec(0);
 }
 
-class CrossCheckTest : public ::testing::TestWithParam<const char*> {};
+struct CrossCheckCase {
+  const char* model;
+  bool values;  // the value policy (else the cost order)
+};
+
+class CrossCheckTest : public ::testing::TestWithParam<CrossCheckCase> {};
+
+// The planner of a case: with the value policy, values solved for every
+// profile the cases use (uniform mix), so that every call is ordered by them.
+std::unique_ptr<Planner> CasePlanner(const CrossCheckCase& c,
+                                     const std::vector<const mig::GiProfile*>& profiles) {
+  if (!c.values) return std::make_unique<Planner>();
+  auto executor = std::make_unique<ManualExecutor>();
+  ManualExecutor* e = executor.get();
+  auto service = std::make_shared<ValueService>(ValueOptions{}, std::move(executor));
+  DemandWeights mix;
+  for (const mig::GiProfile* p : profiles) mix[p->name] = 1;
+  service->Prime(mix, 0.9, {&Model(c.model)});
+  e->RunPending();
+  return std::make_unique<Planner>(PlannerOptions{service});
+}
 
 TEST_P(CrossCheckTest, PlansExactlyWhenAPlanExists) {
-  const mig::GpuModel& m = Model(GetParam());
+  const mig::GpuModel& m = Model(GetParam().model);
   const std::vector<const mig::GiProfile*> profiles = mig::ProfilesOfVariants(
       m,
       {mig::Variant::kBase, mig::Variant::kDoubleMemory, mig::Variant::kMe, mig::Variant::kMeAll});
   const std::vector<mig::Layout> layouts = mig::EnumerateLayouts(m, profiles);
   std::mt19937 rng(20240601);  // fixed: the same cases on every run
-  Planner planner;
+  std::unique_ptr<Planner> owned = CasePlanner(GetParam(), profiles);
+  Planner& planner = *owned;
   int feasible = 0;
   int exhaustive = 0;
   constexpr int kCases = 400;
@@ -254,6 +278,7 @@ TEST_P(CrossCheckTest, PlansExactlyWhenAPlanExists) {
       continue;
     }
     ++feasible;
+    EXPECT_EQ(plan->stats.value_policy, GetParam().values);
     if (plan->search == Search::kExhaustive) ++exhaustive;
     ASSERT_TRUE(PlanIsLegal(in, *plan));
     PlanInput shuffled = in;
@@ -270,12 +295,18 @@ TEST_P(CrossCheckTest, PlansExactlyWhenAPlanExists) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, CrossCheckTest,
-                         ::testing::Values("a30-24gb", "a100-40gb", "h100-80gb",
-                                           "rtx-pro-6000-blackwell"),
-                         [](const ::testing::TestParamInfo<const char*>& param) {
-                           std::string name = param.param;
+                         ::testing::Values(CrossCheckCase{"a30-24gb", false},
+                                           CrossCheckCase{"a100-40gb", false},
+                                           CrossCheckCase{"h100-80gb", false},
+                                           CrossCheckCase{"rtx-pro-6000-blackwell", false},
+                                           CrossCheckCase{"a30-24gb", true},
+                                           CrossCheckCase{"a100-40gb", true},
+                                           CrossCheckCase{"h100-80gb", true},
+                                           CrossCheckCase{"rtx-pro-6000-blackwell", true}),
+                         [](const ::testing::TestParamInfo<CrossCheckCase>& param) {
+                           std::string name = param.param.model;
                            std::replace(name.begin(), name.end(), '-', '_');
-                           return name;
+                           return name + (param.param.values ? "_values" : "_cost_order");
                          });
 
 }  // namespace

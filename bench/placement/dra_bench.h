@@ -21,6 +21,7 @@
 
 #include "base/status.h"
 #include "bench/placement/dra_policy.h"
+#include "bench/placement/trace.h"
 #include "bench/placement/workload.h"
 
 namespace migd::bench {

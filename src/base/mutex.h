@@ -7,7 +7,7 @@
 // Why not absl::Mutex: Debian's libabsl is built without ThreadSanitizer, so
 // its Mutex is invisible to TSan (every guarded access would be reported);
 // std::mutex is a pthread mutex, which TSan intercepts. The reasoning is in
-// docs/architecture.md ("Concurrency").
+// docs/architecture.md ("Threads and locks").
 //
 // Example:
 //   class Counter {
@@ -64,7 +64,9 @@ class ABSL_SCOPED_LOCKABLE MutexLock {
 
 // Releases `*mu` from construction to destruction (the inverse of MutexLock),
 // for a section that must not hold the lock, e.g. an NVML call.
-// REQUIRES: the caller holds `*mu`.
+// REQUIRES: the caller holds `*mu`. clang 14's analysis does not see the
+// re-lock at the end of the scope: code that needs the lock after the scope
+// takes a new MutexLock instead (CI's -Wthread-safety build is clang 14).
 class ABSL_SCOPED_LOCKABLE MutexUnlock {
  public:
   explicit MutexUnlock(Mutex* mu) ABSL_UNLOCK_FUNCTION(mu) : mu_(mu) { mu_->Unlock(); }

@@ -313,20 +313,19 @@ void Report(const std::string& message) {
 nvmlReturn_t RunCall(const char* fn, const std::function<Outcome(Ctx&)>& body) noexcept {
   return Guarded(fn, [&]() -> nvmlReturn_t {
     Session& s = Session::Get();
+    // The simulated latency is slept without the session lock, so that other
+    // threads' calls proceed (as with a real driver); the session may have
+    // been shut down meanwhile, which the locked check below sees.
+    uint32_t latency_ms = 0;
+    {
+      MutexLock lock(&s.mu);
+      if (s.refcount != 0) latency_ms = s.config.LatencyFor(fn);
+    }
+    if (latency_ms > 0) Sleep(latency_ms);
     MutexLock lock(&s.mu);
     if (s.refcount == 0) {
       CountOnly(s, fn, NvmlResultName(NVML_ERROR_UNINITIALIZED));
       return NVML_ERROR_UNINITIALIZED;
-    }
-    if (const uint32_t ms = s.config.LatencyFor(fn); ms > 0) {
-      {
-        MutexUnlock unlock(&s.mu);
-        Sleep(ms);
-      }
-      if (s.refcount == 0) {
-        CountOnly(s, fn, NvmlResultName(NVML_ERROR_UNINITIALIZED));
-        return NVML_ERROR_UNINITIALIZED;
-      }
     }
     // An injected error is counted by Transact, which runs no body then.
     const std::optional<FaultRule> fault = NextFault(s, s.config, fn, [&](const std::string& r) {

@@ -26,7 +26,7 @@
 #include "engine/events.h"
 #include "engine/manager.h"
 #include "engine/owner_source.h"
-#include "engine/sim_fixture.h"
+#include "engine/manager_testing.h"
 #include "k8s/apiserver/kube_client.h"
 #include "k8s/apiserver/testing/fake_api_server.h"
 #include "k8s/dra/claim_preparer.h"
@@ -111,7 +111,8 @@ class DraFlowTest : public ::testing::Test {
     Migd& m = *migd_;
     MIGD_ASSERT_OK_AND_ASSIGN(m.driver, NvmlDriver::Open(MIGD_SIM_LIBRARY));
     MIGD_ASSERT_OK_AND_ASSIGN(m.store,
-                              engine::testing::OpenSimStore(dir_.Join("state"), clock_, false));
+                              engine::testing::OpenStore(dir_.Join("state"), clock_,
+                                                         engine::testing::kBootId, false));
     cdi::Options co;
     co.spec_dir = dir_.Join("cdi");
     co.proc_root = dir_.Join("proc");
@@ -129,7 +130,7 @@ class DraFlowTest : public ::testing::Test {
         resource_api_.get(), [raw] { return SnapshotOf(*raw->mgr); }, so);
     m.fanout.Add(m.slices.get());
     engine::ManagerOptions mo;
-    mo.boot_id = engine::testing::kSimBoot;
+    mo.boot_id = engine::testing::kBootId;
     mo.listener = &m.fanout;
     MIGD_ASSERT_OK_AND_ASSIGN(m.mgr, engine::Manager::Create(mo, *m.driver, *m.store, clock_,
                                                              m.owners, m.observer.get()));

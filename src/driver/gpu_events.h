@@ -126,8 +126,9 @@ class GpuEventWatch {
   // requested types when one is unsupported). An empty set when the GPU
   // supports none of them (no error: the owner decides whether to poll).
   // Registering a GPU again adds kinds. kNotFound for an unknown GPU index;
-  // kUnavailable (NVML_ERROR_GPU_IS_LOST) for a lost GPU; kFailedPrecondition
-  // after Close() or after its session closed.
+  // kFailedPrecondition naming NVML_ERROR_GPU_IS_LOST (FromNvml's mapping)
+  // for a lost GPU; kFailedPrecondition after Close() or after its session
+  // closed; kUnavailable while the session is closed or closing.
   virtual StatusOr<GpuEventKinds> Register(GpuIndex gpu, GpuEventKinds wanted) = 0;
 
   // The next event of a registered GPU, waiting at most

@@ -288,7 +288,9 @@ StatusOr<std::optional<GpuEvent>> NvmlEventWatch::State::Wait(std::chrono::milli
     return std::optional<GpuEvent>(e);
   }
   MIGD_ASSIGN_OR_RETURN(NvmlSession::Token token, Admit());
-  const auto ms = std::clamp(timeout, std::chrono::milliseconds(0), kMaxWait);
+  // Never 0: nvml.h does not say whether a 0 ms wait returns at once or
+  // blocks until an event arrives.
+  const auto ms = std::clamp(timeout, std::chrono::milliseconds(1), kMaxWait);
   nvmlEventData_t data{};
   const nvmlReturn_t r = lib().Call<nvmlEventSetWait_fn>(S::kEventSetWaitV2, set_, &data,
                                                          static_cast<unsigned int>(ms.count()));
@@ -356,7 +358,11 @@ StatusOr<std::unique_ptr<NvmlEventWatch>> NvmlEventWatch::Open(
   auto state = std::make_shared<State>(session);
   MIGD_RETURN_IF_ERROR(state->Create());
   std::unique_ptr<NvmlEventWatch> watch(new NvmlEventWatch(state));
-  watch->hook_id_ = session->AddCloseHook([state]() { state->FreeAtSessionClose(); });
+  // Weak: the state holds the session, the session its hooks.
+  std::weak_ptr<State> weak = state;
+  watch->hook_id_ = session->AddCloseHook([weak]() {
+    if (std::shared_ptr<State> s = weak.lock()) s->FreeAtSessionClose();
+  });
   return watch;
 }
 

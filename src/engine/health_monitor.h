@@ -55,11 +55,11 @@ class HealthSink {
 
 struct HealthOptions {
   bool enabled = true;
-  // The application-error Xids NVIDIA's device plugin skips
-  // (k8s-device-plugin health.go, applicationErrorXids: 13 graphics engine
-  // exception, 31 GPU memory page fault, 43 GPU stopped processing, 45
-  // preemptive cleanup, 68 video processor exception) and 109 (context
-  // switch timeout), as the health specification lists them.
+  // The application-error Xids NVIDIA's device plugin ignores
+  // (NVIDIA/k8s-device-plugin internal/rm/health.go, ignoredXids: 13
+  // graphics engine exception, 31 GPU memory page fault, 43 GPU stopped
+  // processing, 45 preemptive cleanup, 68 video processor exception, 109
+  // context switch timeout).
   std::set<uint64_t> ignored_xids = {13, 31, 43, 45, 68, 109};
   // One Wait of the watch; clamped to 1 ms .. GpuEventWatch::kMaxWait.
   std::chrono::milliseconds wait{500};

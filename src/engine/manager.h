@@ -15,6 +15,7 @@
 //   Recovery     startup (verification by VerifyTakeover, then action)
 //   Rediscovery  taking over GPUs that were not manageable at startup
 //   Reconciler   Error retries, removals, idle TTL and cap, drift, warm pool
+//   EngineHealth health marks (an unhealthy instance is never reused)
 //
 // NVML calls per operation (NvmlDriver, counted by the simulator): reuse 0,
 // release 0, create 7, destroy 5; the first create of a GI profile on a GPU

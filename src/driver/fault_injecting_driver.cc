@@ -19,6 +19,7 @@ std::string_view FaultInjectingDriver::MethodName(Method m) {
     case M::kDestroyGi: return "DestroyGi";
     case M::kListGpuInstances: return "ListGpuInstances";
     case M::kListProcesses: return "ListProcesses";
+    case M::kOpenEventWatch: return "OpenEventWatch";
     case M::kCount: break;
   }
   return "?";
@@ -133,6 +134,11 @@ StatusOr<std::vector<ProcessInfo>> FaultInjectingDriver::ListProcesses(GpuIndex 
                                                                        NvmlCiId ci) {
   return Intercept<StatusOr<std::vector<ProcessInfo>>>(
       M::kListProcesses, [&] { return GpuDriverWrapper::ListProcesses(gpu, gi, ci); });
+}
+
+StatusOr<std::unique_ptr<GpuEventWatch>> FaultInjectingDriver::OpenEventWatch() {
+  return Intercept<StatusOr<std::unique_ptr<GpuEventWatch>>>(
+      M::kOpenEventWatch, [&] { return GpuDriverWrapper::OpenEventWatch(); });
 }
 
 }  // namespace migd::driver

@@ -48,6 +48,7 @@ class FaultInjectingDriver : public GpuDriverWrapper {
     kDestroyGi,
     kListGpuInstances,
     kListProcesses,
+    kOpenEventWatch,
     kCount,  // not a method
   };
   enum class Timing {
@@ -90,6 +91,9 @@ class FaultInjectingDriver : public GpuDriverWrapper {
   StatusOr<std::vector<GpuInstanceInfo>> ListGpuInstances(GpuIndex gpu) override;
   StatusOr<std::vector<ProcessInfo>> ListProcesses(GpuIndex gpu, NvmlGiId gi,
                                                    NvmlCiId ci) override;
+  // The watch itself is the target's, unwrapped: faults of its Register and
+  // Wait come from the target (e.g. MIGD_SIM_FAULTS in the simulator).
+  StatusOr<std::unique_ptr<GpuEventWatch>> OpenEventWatch() override;
 
  private:
   struct Fault {

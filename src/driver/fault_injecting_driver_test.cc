@@ -12,6 +12,7 @@ namespace {
 
 using ::migd::testing::IsOk;
 using ::migd::testing::StatusIs;
+using ::testing::HasSubstr;
 using Method = FaultInjectingDriver::Method;
 using Timing = FaultInjectingDriver::Timing;
 
@@ -97,6 +98,19 @@ TEST(FaultInjectingDriverTest, FailsOnlyTheNthCallFromNow) {
   EXPECT_EQ(f.CallCount(Method::kCreateGi), 0);
 }
 
+TEST(FaultInjectingDriverTest, OpenEventWatchIsForwardedOrFailed) {
+  TinyDriver tiny;  // no event API: GpuDriver's default
+  FaultInjectingDriver f(&tiny);
+  EXPECT_THAT(f.OpenEventWatch().status(),
+              StatusIs(StatusCode::kUnimplemented, HasSubstr("delivers no events")));
+  f.FailNthCall(Method::kOpenEventWatch, 1, UnavailableError("injected"));
+  EXPECT_THAT(f.OpenEventWatch().status(), StatusIs(StatusCode::kUnavailable, "injected"));
+  EXPECT_EQ(f.CallCount(Method::kOpenEventWatch), 2);
+  EXPECT_EQ(f.InjectedCount(Method::kOpenEventWatch), 1);
+  GpuDriverWrapper w(&tiny);
+  EXPECT_THAT(w.OpenEventWatch().status(), StatusIs(StatusCode::kUnimplemented, HasSubstr("events")));
+}
+
 TEST(FaultInjectingDriverTest, FailsAlwaysUntilCleared) {
   TinyDriver tiny;
   FaultInjectingDriver f(&tiny);
@@ -135,6 +149,7 @@ TEST(FaultInjectingDriverTest, SeveralRulesAndClearAll) {
   f.ClearAll();
   EXPECT_THAT(f.GetVersions(), IsOk());
   EXPECT_EQ(FaultInjectingDriver::MethodName(Method::kListProcesses), "ListProcesses");
+  EXPECT_EQ(FaultInjectingDriver::MethodName(Method::kOpenEventWatch), "OpenEventWatch");
 }
 
 TEST(FaultInjectingDriverTest, CountsAreThreadSafe) {

@@ -23,11 +23,13 @@
 #define MIGD_DRIVER_GPU_DRIVER_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "base/ids.h"
 #include "base/status.h"
+#include "driver/gpu_events.h"
 #include "mig/placement.h"
 
 namespace migd::driver {
@@ -150,6 +152,13 @@ class GpuDriver {
   // Processes running on the MIG device (GI, CI). kNotFound if absent.
   virtual StatusOr<std::vector<ProcessInfo>> ListProcesses(GpuIndex gpu, NvmlGiId gi,
                                                            NvmlCiId ci) = 0;
+
+  // A new event set (driver/gpu_events.h: its contract and thread-safety).
+  // kUnimplemented when the driver has no event API (the default here);
+  // kUnavailable when the driver's session is not open.
+  virtual StatusOr<std::unique_ptr<GpuEventWatch>> OpenEventWatch() {
+    return UnimplementedError("this GPU driver delivers no events");
+  }
 };
 
 }  // namespace migd::driver

@@ -60,6 +60,9 @@ class GpuDriverWrapper : public GpuDriver {
                                                    NvmlCiId ci) override {
     return target_->ListProcesses(gpu, gi, ci);
   }
+  StatusOr<std::unique_ptr<GpuEventWatch>> OpenEventWatch() override {
+    return target_->OpenEventWatch();
+  }
 
  private:
   GpuDriver* const target_;

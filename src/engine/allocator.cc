@@ -29,7 +29,8 @@ Status ValidateRequest(const AllocateRequest& request) {
 }
 
 bool Reservable(const TrackedInstance* inst) {
-  return inst != nullptr && inst->state == InstanceState::kIdle && !inst->busy;
+  return inst != nullptr && inst->state == InstanceState::kIdle && !inst->busy &&
+         !inst->unhealthy;
 }
 
 }  // namespace
@@ -60,7 +61,8 @@ StatusOr<planner::Plan> Allocator::Plan(const std::vector<InstanceSpec>& specs) 
   MutexLock lock(registry_.mu());
   MIGD_RETURN_IF_ERROR(policy_.CheckAllowlist(specs, gpus_));
   return planner_.MakePlan(
-      BuildPlanInput(registry_.instances(), registry_.foreign(), gpus_, specs, demand_.Weights()));
+      BuildPlanInput(registry_.instances(), registry_.foreign(), gpus_, specs, demand_.Weights(),
+                     registry_.unhealthy_gpus()));
 }
 
 std::optional<Allocator::WarmSlot> Allocator::ReserveWarm(const std::string& profile,
@@ -73,7 +75,8 @@ std::optional<Allocator::WarmSlot> Allocator::ReserveWarm(const std::string& pro
   if (have >= target) return std::nullopt;
   planner::PlanInput in =
       BuildPlanInput(registry_.instances(), registry_.foreign(), gpus_,
-                     {InstanceSpec{profile, std::nullopt, std::nullopt}}, demand_.Weights());
+                     {InstanceSpec{profile, std::nullopt, std::nullopt}}, demand_.Weights(),
+                     registry_.unhealthy_gpus());
   for (auto& g : in.gpus) {
     for (auto& o : g.occupants) {
       if (o.state == planner::OccupantState::kIdle) o.state = planner::OccupantState::kActive;
@@ -178,10 +181,20 @@ StatusOr<Allocator::Reservation> Allocator::ReserveLocked(const AllocateRequest&
     ++registry_.counters().allocation_failures;
     return as;
   }
+  for (const InstanceSpec& spec : request.instances) {
+    auto sick = spec.gpu ? registry_.unhealthy_gpus().find(spec.gpu->value())
+                         : registry_.unhealthy_gpus().end();
+    if (sick == registry_.unhealthy_gpus().end()) continue;
+    ++registry_.counters().allocation_failures;
+    return FailedPreconditionError("GPU " + std::to_string(sick->first) + " is unhealthy (" +
+                                   sick->second +
+                                   "): it takes no new allocation; request another GPU");
+  }
   const int64_t tick = NowTick();
   for (const InstanceSpec& spec : request.instances) demand_.Observe(spec.profile, tick);
   StatusOr<planner::Plan> p = planner_.MakePlan(BuildPlanInput(
-      registry_.instances(), registry_.foreign(), gpus_, request.instances, demand_.Weights()));
+      registry_.instances(), registry_.foreign(), gpus_, request.instances, demand_.Weights(),
+      registry_.unhealthy_gpus()));
   if (!p.ok()) {
     ++registry_.counters().allocation_failures;
     return p.status();
@@ -370,6 +383,7 @@ Status Allocator::Release(const std::string& request_id) {
     }
   }
   Status first;
+  std::vector<store::RecordKey> unhealthy_released;
   const Clock::TimePoint now = clock_.Now();
   for (TrackedInstance& c : copies) {
     c.last_used = now;
@@ -387,7 +401,25 @@ Status Allocator::Release(const std::string& request_id) {
     inst->last_used = now;
     MIGD_RETURN_IF_ERROR(registry_.Transition(*inst, InstanceState::kIdle, EventReason::kRelease));
     ++registry_.counters().releases;
+    // An unhealthy instance is destroyed instead of kept Idle.
+    if (inst->unhealthy) unhealthy_released.push_back(c.key());
     registry_.RemoveFromAllocation(request_id, c.key());
+  }
+  if (!unhealthy_released.empty()) {
+    std::vector<store::RecordKey> keys;
+    {
+      MutexLock lock(registry_.mu());
+      for (const store::RecordKey& k : unhealthy_released) {
+        TrackedInstance* inst = registry_.Find(k);
+        if (inst == nullptr || inst->state != InstanceState::kIdle) continue;
+        if (registry_.Transition(*inst, InstanceState::kReclaiming, EventReason::kUnhealthy).ok()) {
+          inst->reclaim_reason = EventReason::kUnhealthy;
+          keys.push_back(k);
+        }
+      }
+    }
+    ReclaimResult r;
+    executor_.Reclaim(keys, &r);
   }
   if (first.ok()) {
     spdlog::info("released{}", Fields().Add("request", request_id).Add("instances", copies.size()));

@@ -28,6 +28,7 @@ std::string_view EventReasonName(EventReason reason) {
       return "drift";
     case EventReason::kWarmPool:
       return "warm-pool";
+    case EventReason::kUnhealthy: return "unhealthy";
     case EventReason::kRecovery:
       return "recovery";
   }

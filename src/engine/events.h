@@ -45,11 +45,12 @@ enum class EventReason {
   kDrift,            // the hardware changed under migd (instance vanished)
   kWarmPool,         // created Idle for the warm pool
   kRecovery,         // loaded at startup
+  kUnhealthy,        // Idle -> Reclaiming: the health monitor marked it
 };
 
 // "allocate", "release", "reclaim-pressure", "reclaim-ttl", "reclaim-cap",
 // "reclaim-operator", "rollback", "destroy", "destroy-failed", "error-retry",
-// "drift", "warm-pool", "recovery".
+// "drift", "warm-pool", "recovery", "unhealthy".
 std::string_view EventReasonName(EventReason reason);
 
 struct InstanceEvent {

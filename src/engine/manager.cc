@@ -1,10 +1,13 @@
 #include "engine/manager.h"
 
+#include <spdlog/spdlog.h>
+
 #include <chrono>
 #include <utility>
 
 #include "base/status_macros.h"
 #include "engine/allocator.h"
+#include "engine/engine_health.h"
 #include "engine/executor.h"
 #include "engine/gpu_table.h"
 #include "engine/journal.h"
@@ -57,6 +60,15 @@ Manager::Manager(ManagerOptions options, driver::GpuDriver& driver, store::Recor
       reconciler_(std::make_unique<Reconciler>(*registry_, *gpus_, *policy_, *executor_,
                                                *allocator_, *rediscovery_, driver, *journal_,
                                                observer_, clock, options_.reconcile_interval)),
+      health_(std::make_unique<EngineHealth>(
+          *registry_, [this](GpuIndex gpu) {
+            // A MIG change: one reconciler pass now (its drift check).
+            StatusOr<ReconcileReport> r = reconciler_->RunOnce();
+            if (!r.ok()) {
+              spdlog::warn("health: drift check after a MIG change on GPU {}: {}", gpu.value(),
+                           r.status().ToString());
+            }
+          })),
       clock_(clock) {}
 
 Manager::~Manager() { reconciler_->Stop(); }
@@ -137,6 +149,8 @@ StatusOr<planner::Plan> Manager::Plan(const std::vector<InstanceSpec>& instances
 }
 
 StatusOr<ReconcileReport> Manager::ReconcileOnce() { return reconciler_->RunOnce(); }
+
+HealthSink& Manager::health_sink() { return *health_; }
 
 void Manager::StartReconciler() { reconciler_->Start(); }
 

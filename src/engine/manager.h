@@ -15,6 +15,7 @@
 //   Recovery     startup (verification by VerifyTakeover, then action)
 //   Rediscovery  taking over GPUs that were not manageable at startup
 //   Reconciler   Error retries, removals, idle TTL and cap, drift, warm pool
+//   EngineHealth health marks (an unhealthy instance is never reused)
 //
 // NVML calls per operation (NvmlDriver, counted by the simulator): reuse 0,
 // release 0, create 7, destroy 5; the first create of a GI profile on a GPU
@@ -46,6 +47,7 @@
 #include "base/status.h"
 #include "driver/gpu_driver.h"
 #include "engine/events.h"
+#include "engine/health_monitor.h"
 #include "engine/instance_observer.h"
 #include "engine/instance_state.h"
 #include "engine/instance_view.h"
@@ -59,6 +61,7 @@
 namespace migd::engine {
 
 class Allocator;
+class EngineHealth;
 class Executor;
 class GpuTable;
 class Policy;
@@ -100,7 +103,8 @@ class Manager {
   StatusOr<Allocation> Allocate(const AllocateRequest& request);
 
   // Makes every instance of the allocation Idle (GI/CI untouched, observer
-  // not called, 0 NVML calls). kNotFound for an unknown id.
+  // not called, 0 NVML calls), except an unhealthy one (health_sink()),
+  // which is destroyed instead. kNotFound for an unknown id.
   Status Release(const std::string& request_id);
   // The same for one instance. OK if it is already Idle; kNotFound for an
   // unknown MIG UUID; kFailedPrecondition for an instance in another state.
@@ -144,6 +148,13 @@ class Manager {
   const mig::GpuModel* ModelOf(GpuIndex gpu) const;
   planner::DemandWeights DemandWeights() const;
 
+  // What a HealthMonitor (engine/health_monitor.h) tells the engine
+  // (engine/engine_health.h): an unhealthy instance is never reused, is
+  // destroyed on release and reclaimed when Idle; an unhealthy GPU takes no
+  // new allocation; a MIG config change runs a reconciler pass (its drift
+  // check). The monitor must be stopped before the Manager is destroyed.
+  HealthSink& health_sink();
+
  private:
   Manager(ManagerOptions options, driver::GpuDriver& driver, store::RecordStore& store,
           Clock& clock, InstanceObserver* observer);
@@ -162,6 +173,7 @@ class Manager {
   std::unique_ptr<Allocator> allocator_;
   std::unique_ptr<Rediscovery> rediscovery_;
   std::unique_ptr<Reconciler> reconciler_;
+  std::unique_ptr<EngineHealth> health_;
   Clock& clock_;
 };
 

@@ -21,7 +21,9 @@ planner::Occupant OccupantOf(const TrackedInstance& inst) {
       o.key = uuid.empty() ? "creating:" + inst.key().ToString() : uuid;
       break;
     case InstanceState::kIdle:
-      o.state = inst.busy ? planner::OccupantState::kActive : planner::OccupantState::kIdle;
+      // An unhealthy one is never reused; the reconciler reclaims it.
+      o.state = inst.busy || inst.unhealthy ? planner::OccupantState::kActive
+                                            : planner::OccupantState::kIdle;
       o.key = uuid;
       o.last_used = ToTick(inst.last_used);
       break;
@@ -38,11 +40,13 @@ planner::Occupant OccupantOf(const TrackedInstance& inst) {
 planner::PlanInput BuildPlanInput(const Registry::Instances& instances,
                                   const Registry::Foreign& foreign, const GpuTable& gpus,
                                   const std::vector<InstanceSpec>& specs,
-                                  const planner::DemandWeights& demand) {
+                                  const planner::DemandWeights& demand,
+                                  const std::map<uint32_t, std::string>& unhealthy_gpus) {
   planner::PlanInput in;
   in.demand = demand;
   std::map<uint32_t, size_t> pos;
   for (uint32_t g : gpus.ManagedIndices()) {
+    if (unhealthy_gpus.contains(g)) continue;  // unavailable: no reuse, no create
     pos[g] = in.gpus.size();
     in.gpus.push_back({GpuIndex(g), gpus.Model(g), {}});
   }

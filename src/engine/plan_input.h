@@ -12,11 +12,16 @@
 //                             placeholder that replaces them)
 //   foreign GI             -> kForeign ("foreign:<gpu>:<gi id>")
 //
+// GPUs in `unhealthy_gpus` (Registry::unhealthy_gpus) are left out: the
+// planner sees them as unavailable.
+//
 // Thread-safety: a pure function of its arguments (callers hold the registry
 // lock over `instances` and `foreign`).
 #ifndef MIGD_ENGINE_PLAN_INPUT_H_
 #define MIGD_ENGINE_PLAN_INPUT_H_
 
+#include <map>
+#include <string>
 #include <vector>
 
 #include "engine/gpu_table.h"
@@ -30,7 +35,8 @@ namespace migd::engine {
 planner::PlanInput BuildPlanInput(const Registry::Instances& instances,
                                   const Registry::Foreign& foreign, const GpuTable& gpus,
                                   const std::vector<InstanceSpec>& specs,
-                                  const planner::DemandWeights& demand);
+                                  const planner::DemandWeights& demand,
+                                  const std::map<uint32_t, std::string>& unhealthy_gpus = {});
 
 }  // namespace migd::engine
 

@@ -74,6 +74,7 @@ StatusOr<ReconcileReport> Reconciler::RunOnce() {
   RetryErrors(report);
   RetryRemovals(report);
   const ManagerPolicy policy = policy_.Get();
+  ReclaimUnhealthy(report);
   ReclaimExpired(policy, report);
   ReclaimOverCap(policy, report);
   const Status first = DetectDrift(report);
@@ -145,6 +146,22 @@ std::vector<TrackedInstance*> IdleOf(Registry::Instances& instances) {
 }
 
 }  // namespace
+
+// Every unhealthy Idle instance is reclaimed (engine/engine_health.h).
+void Reconciler::ReclaimUnhealthy(ReconcileReport& report) {
+  std::vector<store::RecordKey> keys;
+  {
+    MutexLock lock(registry_.mu());
+    std::vector<TrackedInstance*> sick;
+    for (TrackedInstance* inst : IdleOf(registry_.instances())) {
+      if (inst->unhealthy) sick.push_back(inst);
+    }
+    keys = MarkReclaiming(sick, EventReason::kUnhealthy);
+  }
+  ReclaimResult r;
+  executor_.Reclaim(keys, &r);
+  (void)report;
+}
 
 void Reconciler::ReclaimExpired(const ManagerPolicy& policy, ReconcileReport& report) {
   if (!policy.idle_ttl) return;

@@ -73,6 +73,8 @@ class Reconciler {
  private:
   void RetryErrors(ReconcileReport& report);
   void RetryRemovals(ReconcileReport& report);
+  // Every unhealthy Idle instance (EngineHealth) is destroyed.
+  void ReclaimUnhealthy(ReconcileReport& report);
   void ReclaimExpired(const ManagerPolicy& policy, ReconcileReport& report);
   void ReclaimOverCap(const ManagerPolicy& policy, ReconcileReport& report);
   // Marks `victims` Reclaiming for `reason`; returns their keys.

@@ -78,6 +78,11 @@ class Registry {
   Foreign& foreign() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return foreign_; }
   const Foreign& foreign() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return foreign_; }
   ManagerCounters& counters() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return counters_; }
+  // GPU index -> why it is unhealthy (engine/engine_health.h): no new
+  // allocation there (BuildPlanInput leaves it out).
+  std::map<uint32_t, std::string>& unhealthy_gpus() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return unhealthy_gpus_;
+  }
 
   // Every instance (sorted by GPU index, then placement) and every foreign GI
   // of a managed GPU (Manager::List()).
@@ -95,6 +100,7 @@ class Registry {
   std::set<std::string> in_flight_ ABSL_GUARDED_BY(mu_);
   Foreign foreign_ ABSL_GUARDED_BY(mu_);
   ManagerCounters counters_ ABSL_GUARDED_BY(mu_);
+  std::map<uint32_t, std::string> unhealthy_gpus_ ABSL_GUARDED_BY(mu_);
   uint64_t event_seq_ ABSL_GUARDED_BY(mu_) = 0;
 };
 

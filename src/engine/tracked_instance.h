@@ -42,6 +42,11 @@ struct TrackedInstance {
   // Why it entered Reclaiming (pressure, TTL, cap, operator); reported to the
   // listener once the destroy succeeds.
   std::optional<EventReason> reclaim_reason;
+  // Marked by the health monitor (engine/engine_health.h): never reused;
+  // destroyed on release; reclaimed when Idle. Not yet in the record: a
+  // restart forgets it.
+  bool unhealthy = false;
+  std::string health_reason;
 
   const store::RecordKey& key() const { return id.key(); }
   std::optional<NvmlGiId> gi() const;

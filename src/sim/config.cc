@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "base/status_macros.h"
+#include "driver/nvml/nvml_abi.h"
 #include "sim/nvml_names.h"
 
 namespace migd::sim {
@@ -239,6 +240,38 @@ Status ParseHeaderOpenKnobs(const std::function<const char*(const char*)>& get, 
   return OkStatus();
 }
 
+// The event knobs (docs/simulator.md, "Events").
+Status ParseEventKnobs(const std::function<const char*(const char*)>& get, SimConfig& c) {
+  static constexpr std::pair<std::string_view, EventWaitZero> kZero[] = {
+      {"immediate", EventWaitZero::kImmediate}, {"forever", EventWaitZero::kForever}};
+  static constexpr std::pair<std::string_view, EventCoalesce> kCoalesce[] = {
+      {"each", EventCoalesce::kEach}, {"last", EventCoalesce::kLast}};
+  static constexpr std::pair<std::string_view, GpuLostReport> kLost[] = {
+      {"event", GpuLostReport::kEvent}, {"wait-error", GpuLostReport::kWaitError}};
+  static constexpr std::pair<std::string_view, uint64_t> kTypes[] = {
+      {"xid", nvml_abi::kEventTypeXidCriticalError},
+      {"mig-config", nvml_abi::kEventMigConfigChange},
+      {"gpu-unavailable", nvml_abi::kEventTypeGpuUnavailableError}};
+  if (const char* v = get(kEnvEventWaitZero)) {
+    MIGD_ASSIGN_OR_RETURN(c.event_wait_zero, ParseChoice(kEnvEventWaitZero, v, kZero));
+  }
+  if (const char* v = get(kEnvEventCoalesce)) {
+    MIGD_ASSIGN_OR_RETURN(c.event_coalesce, ParseChoice(kEnvEventCoalesce, v, kCoalesce));
+  }
+  if (const char* v = get(kEnvGpuLost)) {
+    MIGD_ASSIGN_OR_RETURN(c.gpu_lost, ParseChoice(kEnvGpuLost, v, kLost));
+  }
+  if (const char* v = get(kEnvUnsupportedEvents)) {
+    for (absl::string_view part : absl::StrSplit(v, ',', absl::SkipWhitespace())) {
+      const absl::string_view t = absl::StripAsciiWhitespace(part);
+      MIGD_ASSIGN_OR_RETURN(uint64_t bit, ParseChoice(kEnvUnsupportedEvents,
+                                                      std::string_view(t.data(), t.size()), kTypes));
+      c.unsupported_event_types |= bit;
+    }
+  }
+  return OkStatus();
+}
+
 // MIGD_SIM_GPUS, with its model keys checked against `catalog`.
 StatusOr<std::vector<GpuSpec>> ParseGpusKnob(const char* v, const mig::Catalog& catalog) {
   StatusOr<std::vector<GpuSpec>> specs = ParseGpuSpecs(v);
@@ -324,6 +357,7 @@ StatusOr<SimConfig> SimConfigFromEnv(const mig::Catalog& catalog, const EnvLooku
     }
   }
   MIGD_RETURN_IF_ERROR(ParseHeaderOpenKnobs(get, c));
+  MIGD_RETURN_IF_ERROR(ParseEventKnobs(get, c));
   return c;
 }
 

@@ -58,11 +58,16 @@ inline constexpr char kEnvMigIndex[] = "MIGD_SIM_MIG_INDEX";
 inline constexpr char kEnvLegacyMigUuid[] = "MIGD_SIM_LEGACY_MIG_UUID";
 inline constexpr char kEnvParentInstanceId[] = "MIGD_SIM_PARENT_INSTANCE_ID";
 inline constexpr char kEnvNewCiVisibility[] = "MIGD_SIM_NEW_CI_VISIBILITY";
+inline constexpr char kEnvEventWaitZero[] = "MIGD_SIM_EVENT_WAIT_ZERO";
+inline constexpr char kEnvEventCoalesce[] = "MIGD_SIM_EVENT_COALESCE";
+inline constexpr char kEnvGpuLost[] = "MIGD_SIM_GPU_LOST";
+inline constexpr char kEnvUnsupportedEvents[] = "MIGD_SIM_UNSUPPORTED_EVENTS";
 // The knobs that pick a behaviour the header leaves open. Test fixtures that
 // reset the MIGD_SIM_* environment keep these, so that a whole suite can run
 // under one variant (tests/sim_variants).
-inline constexpr const char* kHeaderOpenKnobs[] = {kEnvMigIndex, kEnvLegacyMigUuid,
-                                                   kEnvParentInstanceId, kEnvNewCiVisibility};
+inline constexpr const char* kHeaderOpenKnobs[] = {
+    kEnvMigIndex,      kEnvLegacyMigUuid, kEnvParentInstanceId, kEnvNewCiVisibility,
+    kEnvEventWaitZero, kEnvEventCoalesce, kEnvGpuLost};
 
 // Largest N of MIGD_SIM_NEW_CI_VISIBILITY=after-walks:N.
 inline constexpr uint32_t kMaxHiddenWalks = 8;
@@ -119,6 +124,16 @@ StatusOr<std::map<std::string, uint32_t, std::less<>>> ParseLatencies(std::strin
 
 // nvmlDeviceGetHandleByUUID given a pre-R470 "MIG-GPU-<uuid>/<gi>/<ci>".
 enum class LegacyMigUuidLookup { kAccepted, kNotFound, kInvalidArgument };
+// nvmlEventSetWait_v2 with timeout 0 ("Maximum amount of wait time in
+// milliseconds for registered event"; nvml.h does not say what 0 means).
+enum class EventWaitZero { kImmediate, kForever };
+// Several events of one type and GPU that arrived before one wait: each is
+// delivered, or only the last (nvml.h does not say).
+enum class EventCoalesce { kEach, kLast };
+// How a lost GPU shows in an event set: an nvmlEventTypeGpuUnavailableError
+// event when registered (else as kWaitError), or NVML_ERROR_GPU_IS_LOST from
+// nvmlEventSetWait_v2 ("if a GPU has fallen off the bus").
+enum class GpuLostReport { kEvent, kWaitError };
 // nvmlDeviceGetGpuInstanceId / GetComputeInstanceId given a GPU handle.
 enum class ParentInstanceIdAnswer { kNotSupported, kInvalidArgument };
 
@@ -144,6 +159,12 @@ struct SimConfig {
   // A CI created by this process is left out of the first N walks of its
   // GPU's MIG devices (a walk starts at index 0); 0 = visible at once.
   uint32_t new_ci_hidden_walks = 0;
+  EventWaitZero event_wait_zero = EventWaitZero::kImmediate;
+  EventCoalesce event_coalesce = EventCoalesce::kEach;
+  GpuLostReport gpu_lost = GpuLostReport::kEvent;
+  // Event type bits nvmlDeviceGetSupportedEventTypes leaves out (per process;
+  // MIGD_SIM_UNSUPPORTED_EVENTS=xid,mig-config,gpu-unavailable).
+  uint64_t unsupported_event_types = 0;
 
   // The latency of `function` in ms (its own entry, else "*", else 0).
   uint32_t LatencyFor(std::string_view function) const;

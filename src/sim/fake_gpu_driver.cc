@@ -4,6 +4,8 @@
 
 #include "base/status_macros.h"
 #include "sim/config.h"
+#include "sim/events.h"
+#include "sim/fake_event_watch.h"
 #include "sim/nvml_names.h"
 
 namespace migd::sim {
@@ -172,6 +174,7 @@ StatusOr<std::vector<mig::Placement>> FakeGpuDriver::GetGiPossiblePlacements(Gpu
 StatusOr<driver::GpuInstanceInfo> FakeGpuDriver::CreateGi(GpuIndex gpu, GiProfileId profile,
                                                           const mig::Placement& placement) {
   MutexLock lock(&mu_);
+  events_cv_.SignalAll();  // waiters re-check once the lock is free
   Machine m(state_, *catalog_);
   MIGD_ASSIGN_OR_RETURN(const SimGpu* g, AccessibleGpu(m, gpu, "CreateGi"));
   (void)g;
@@ -184,6 +187,7 @@ StatusOr<driver::GpuInstanceInfo> FakeGpuDriver::CreateGi(GpuIndex gpu, GiProfil
 
 StatusOr<driver::ComputeInstanceInfo> FakeGpuDriver::CreateCi(GpuIndex gpu, NvmlGiId gi) {
   MutexLock lock(&mu_);
+  events_cv_.SignalAll();  // waiters re-check once the lock is free
   Machine m(state_, *catalog_);
   MIGD_ASSIGN_OR_RETURN(const SimGpu* g, AccessibleGpu(m, gpu, "CreateCi"));
   const std::string what =
@@ -204,6 +208,7 @@ StatusOr<driver::ComputeInstanceInfo> FakeGpuDriver::CreateCi(GpuIndex gpu, Nvml
 
 Status FakeGpuDriver::DestroyCi(GpuIndex gpu, NvmlGiId gi, NvmlCiId ci) {
   MutexLock lock(&mu_);
+  events_cv_.SignalAll();  // waiters re-check once the lock is free
   Machine m(state_, *catalog_);
   MIGD_ASSIGN_OR_RETURN(const SimGpu* g, AccessibleGpu(m, gpu, "DestroyCi"));
   (void)g;
@@ -214,6 +219,7 @@ Status FakeGpuDriver::DestroyCi(GpuIndex gpu, NvmlGiId gi, NvmlCiId ci) {
 
 Status FakeGpuDriver::DestroyGi(GpuIndex gpu, NvmlGiId gi) {
   MutexLock lock(&mu_);
+  events_cv_.SignalAll();  // waiters re-check once the lock is free
   Machine m(state_, *catalog_);
   MIGD_ASSIGN_OR_RETURN(const SimGpu* g, AccessibleGpu(m, gpu, "DestroyGi"));
   (void)g;
@@ -268,6 +274,7 @@ Status FakeGpuDriver::DetachProcess(const MigUuid& mig_uuid, uint32_t pid) {
 
 void FakeGpuDriver::Reboot() {
   MutexLock lock(&mu_);
+  events_cv_.SignalAll();  // waiters re-check once the lock is free
   Machine m(state_, *catalog_);
   m.Reboot();
 }
@@ -283,6 +290,7 @@ Status FakeGpuDriver::SetMigMode(GpuIndex gpu, driver::MigMode mode) {
 
 void FakeGpuDriver::WithMachine(const std::function<void(Machine&)>& fn) {
   MutexLock lock(&mu_);
+  events_cv_.SignalAll();  // waiters re-check once the lock is free
   Machine m(state_, *catalog_);
   fn(m);
 }
@@ -290,6 +298,31 @@ void FakeGpuDriver::WithMachine(const std::function<void(Machine&)>& fn) {
 SimState FakeGpuDriver::Snapshot() const {
   MutexLock lock(&mu_);
   return state_;
+}
+
+StatusOr<std::unique_ptr<driver::GpuEventWatch>> FakeGpuDriver::OpenEventWatch() {
+  {
+    MutexLock lock(&mu_);
+    Finish("OpenEventWatch", SimStatus(), "").IgnoreError();
+  }
+  return std::unique_ptr<driver::GpuEventWatch>(std::make_unique<FakeEventWatch>(this));
+}
+
+Status FakeGpuDriver::InjectEvents(std::string_view specs) {
+  MIGD_ASSIGN_OR_RETURN(std::vector<EventSpec> parsed,
+                        ParseEventSpecs(specs, /*allow_delay=*/false));
+  MutexLock lock(&mu_);
+  events_cv_.SignalAll();
+  Machine m(state_, *catalog_);
+  for (const EventSpec& spec : parsed) {
+    MIGD_RETURN_IF_ERROR(m.InjectEvent(spec).ToStatus());
+  }
+  return OkStatus();
+}
+
+void FakeGpuDriver::SetSupportedEventKinds(driver::GpuEventKinds kinds) {
+  MutexLock lock(&mu_);
+  supported_events_ = kinds;
 }
 
 }  // namespace migd::sim

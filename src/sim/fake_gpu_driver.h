@@ -71,8 +71,19 @@ class FakeGpuDriver final : public driver::GpuDriver {
   StatusOr<std::vector<driver::GpuInstanceInfo>> ListGpuInstances(GpuIndex gpu) override;
   StatusOr<std::vector<driver::ProcessInfo>> ListProcesses(GpuIndex gpu, NvmlGiId gi,
                                                            NvmlCiId ci) override;
+  // A FakeEventWatch (sim/fake_event_watch.h) of this driver's event log.
+  // REQUIRES: the driver outlives the watch.
+  StatusOr<std::unique_ptr<driver::GpuEventWatch>> OpenEventWatch() override;
 
   // Test hooks.
+
+  // Records the events of `specs` (sim/events.h syntax, no delays) now, as
+  // migdSimInjectEvents does. kInvalidArgument for a bad spec or an unknown
+  // GPU; kFailedPrecondition (NVML_ERROR_GPU_IS_LOST) for an event on a
+  // lost GPU.
+  Status InjectEvents(std::string_view specs);
+  // The kinds Register accepts (default: all three).
+  void SetSupportedEventKinds(driver::GpuEventKinds kinds);
 
   // Marks / unmarks a process on a MIG device. kNotFound if no CI has that
   // UUID (or, for detach, the pid is not marked on it).
@@ -107,9 +118,14 @@ class FakeGpuDriver final : public driver::GpuDriver {
   StatusOr<const SimGpu*> AccessibleGpu(Machine& m, GpuIndex gpu, std::string_view method)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  friend class FakeEventWatch;
+
   const mig::Catalog* catalog_;
   mutable Mutex mu_;
+  // Signalled by every change of the model (FakeEventWatch::Wait).
+  CondVar events_cv_;
   SimState state_ ABSL_GUARDED_BY(mu_);
+  driver::GpuEventKinds supported_events_ ABSL_GUARDED_BY(mu_) = driver::GpuEventKinds::All();
 };
 
 }  // namespace migd::sim

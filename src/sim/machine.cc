@@ -323,6 +323,7 @@ SimOr<SimGi> Machine::CreateGi(GpuIndex gpu_index, GiProfileId profile_id,
   auto pos = std::find_if(gpu->gpu_instances.begin(), gpu->gpu_instances.end(),
                           [&](const SimGi& g) { return g.id > gi.id; });
   gpu->gpu_instances.insert(pos, gi);
+  RecordMigConfigChange(gpu_index);
   return gi;
 }
 
@@ -342,6 +343,7 @@ SimStatus Machine::DestroyGi(GpuIndex gpu_index, NvmlGiId gi_id) {
   }
   std::erase_if(gpu->gpu_instances, [&](const SimGi& g) { return g.id == gi_id; });
   ++state_->serial;
+  RecordMigConfigChange(gpu_index);
   return SimStatus();
 }
 
@@ -413,6 +415,7 @@ SimOr<SimCi> Machine::CreateCi(GpuIndex gpu_index, NvmlGiId gi_id, CiProfileId p
   auto pos = std::find_if(gi->compute_instances.begin(), gi->compute_instances.end(),
                           [&](const SimCi& c) { return c.id > ci.id; });
   gi->compute_instances.insert(pos, ci);
+  RecordMigConfigChange(gpu_index);
   return ci;
 }
 
@@ -436,6 +439,7 @@ SimStatus Machine::DestroyCi(GpuIndex gpu_index, NvmlGiId gi_id, NvmlCiId ci_id)
   }
   gi->compute_instances.erase(it);
   ++state_->serial;
+  RecordMigConfigChange(gpu_index);
   return SimStatus();
 }
 
@@ -521,6 +525,7 @@ void Machine::Reboot() {
   for (SimGpu& gpu : state_->gpus) {
     gpu.gpu_instances.clear();
     gpu.mig_current = gpu.mig_pending;
+    gpu.lost = false;  // a reset brings a lost GPU back
   }
   ++state_->boot_count;
   ++state_->serial;

@@ -38,6 +38,7 @@
 #include "mig/catalog.h"
 #include "mig/layout.h"
 #include "mig/placement.h"
+#include "sim/events.h"
 #include "sim/sim_status.h"
 #include "sim/state.h"
 
@@ -179,6 +180,20 @@ class Machine {
   // and CI (and their processes), applies pending MIG modes, increments the
   // boot count.
   void Reboot();
+
+  // Events (sim/events.h; sim/machine_events.cc). Every successful GI/CI
+  // create and destroy records an nvmlEventMigConfigChange on its GPU.
+  // Appends one event to the log (dropping the oldest past kMaxEvents).
+  void RecordEvent(GpuIndex gpu, uint64_t type, uint64_t data, uint32_t gi = 0xFFFFFFFF,
+                   uint32_t ci = 0xFFFFFFFF);
+  void RecordMigConfigChange(GpuIndex gpu);
+  // Records an injected event now (its delay_ms is the caller's business).
+  // kXid: an nvmlEventTypeXidCriticalError with the spec's Xid and
+  // attribution; kGpuLost: marks the GPU lost and records an
+  // nvmlEventTypeGpuUnavailableError. INVALID_ARGUMENT for an unknown GPU or
+  // a GI/CI attribution with MIG off; GPU_IS_LOST for any event on a GPU
+  // already lost.
+  SimStatus InjectEvent(const EventSpec& spec);
 
   // Adds one to counters[function][result].
   void CountCall(std::string_view function, std::string_view result);

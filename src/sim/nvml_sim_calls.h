@@ -97,6 +97,18 @@ template <typename Info>
 nvmlReturn_t ListProcesses(const Ctx& c, nvmlDevice_t device, unsigned int* count, Info* infos);
 nvmlReturn_t ListGraphicsProcesses(const Ctx& c, nvmlDevice_t device, unsigned int* count);
 
+// Events (nvml_sim_event_calls.cc).
+nvmlReturn_t EventSetCreate(Ctx& c, nvmlEventSet_t* set);
+nvmlReturn_t EventSetFree(Ctx& c, nvmlEventSet_t set);
+nvmlReturn_t SupportedEventTypes(const Ctx& c, nvmlDevice_t device, unsigned long long* types);
+nvmlReturn_t RegisterEvents(Ctx& c, nvmlDevice_t device, unsigned long long types,
+                            nvmlEventSet_t set);
+// One look at the log: the next event (SUCCESS), GPU_IS_LOST, or TIMEOUT.
+nvmlReturn_t EventSetWait(Ctx& c, nvmlEventSet_t set, nvmlEventData_t* data);
+// What EventSetWait would answer now, without changing anything: true
+// unless it would answer TIMEOUT.
+bool EventReady(const SimState& state, const SimConfig& config, const EventSetObj& set);
+
 }  // namespace migd::sim::lib
 
 #endif  // MIGD_SIM_NVML_SIM_CALLS_H_

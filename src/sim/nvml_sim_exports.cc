@@ -5,9 +5,12 @@
 // 11.4 header, for the R470 library) has no definition. Each one forwards to
 // its body (sim/nvml_sim_calls.h) through RunCall (sim/nvml_sim_session.h).
 // The library's behaviour is documented in docs/simulator.md.
+#include <string>
 #include <type_traits>
+#include <vector>
 
 #include "driver/nvml/nvml_functions.h"
+#include "sim/events.h"
 #include "sim/nvml_names.h"
 #include "sim/nvml_sim_calls.h"
 #include "sim/nvml_sim_session.h"
@@ -338,6 +341,29 @@ nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t device, unsig
 }
 #endif
 
+// Events.
+
+nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t* set) {
+  return RunCall(__func__, [&](Ctx& c) -> Outcome { return lib::EventSetCreate(c, set); });
+}
+nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set) {
+  return RunCall(__func__, [&](Ctx& c) -> Outcome { return lib::EventSetFree(c, set); });
+}
+nvmlReturn_t nvmlDeviceGetSupportedEventTypes(nvmlDevice_t device, unsigned long long* types) {
+  return RunCall(__func__,
+                 [&](Ctx& c) -> Outcome { return lib::SupportedEventTypes(c, device, types); });
+}
+nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t device, unsigned long long types,
+                                      nvmlEventSet_t set) {
+  return RunCall(__func__,
+                 [&](Ctx& c) -> Outcome { return lib::RegisterEvents(c, device, types, set); });
+}
+nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t* data,
+                                 unsigned int timeoutms) {
+  lib::AwaitEvent(set, timeoutms);  // uncounted polling; the call below is counted once
+  return RunCall(__func__, [&](Ctx& c) -> Outcome { return lib::EventSetWait(c, set, data); });
+}
+
 // The simulator's own controls (docs/simulator.md §9).
 
 nvmlReturn_t migdSimAttachProcess(const char* mig_uuid, unsigned int pid,
@@ -354,6 +380,23 @@ nvmlReturn_t migdSimDetachProcess(const char* mig_uuid, unsigned int pid) {
 nvmlReturn_t migdSimReboot(void) {
   return lib::RunControl(__func__, [](migd::sim::Machine& m) {
     m.Reboot();
+    return migd::sim::SimStatus();
+  });
+}
+
+nvmlReturn_t migdSimInjectEvents(const char* specs) {
+  if (specs == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  migd::StatusOr<std::vector<migd::sim::EventSpec>> parsed =
+      migd::sim::ParseEventSpecs(specs, /*allow_delay=*/false);
+  if (!parsed.ok()) {
+    lib::Report(std::string(__func__) + ": " + parsed.status().ToString());
+    return NVML_ERROR_INVALID_ARGUMENT;
+  }
+  return lib::RunControl(__func__, [&](migd::sim::Machine& m) {
+    for (const migd::sim::EventSpec& spec : *parsed) {
+      migd::sim::SimStatus st = m.InjectEvent(spec);
+      if (!st.ok()) return st;
+    }
     return migd::sim::SimStatus();
   });
 }

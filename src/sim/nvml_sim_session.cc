@@ -11,6 +11,7 @@
 
 #include "mig/catalog.h"
 #include "sim/nvml_names.h"
+#include "sim/nvml_sim_calls.h"
 #include "sim/proc_files.h"
 #include "sim/state.h"
 #include "sim/state_store.h"
@@ -264,6 +265,22 @@ std::set<uint64_t> Ctx::HiddenCis(const SimGpu& gpu, bool walk_start) {
   return out;
 }
 
+EventSetObj* Ctx::NewEventSet() {
+  session_.mu.AssertHeld();
+  auto* set = new EventSetObj();  // never freed: see EventSetObj
+  set->generation = session_.generation;
+  session_.event_sets.insert(set);
+  return set;
+}
+
+EventSetObj* Ctx::EventSet(nvmlEventSet_t set) const {
+  session_.mu.AssertHeld();
+  auto* obj = reinterpret_cast<EventSetObj*>(set);
+  if (obj == nullptr || !session_.event_sets.contains(obj)) return nullptr;
+  if (obj->freed || obj->generation != session_.generation) return nullptr;
+  return obj;
+}
+
 nvmlDevice_t Ctx::GpuHandle(const SimGpu& gpu) {
   session_.mu.AssertHeld();
   return reinterpret_cast<nvmlDevice_t>(
@@ -374,6 +391,38 @@ nvmlReturn_t ShutdownImpl(const char* fn) noexcept {
     if (fault && fault->action == FaultAction::kCrashAfter) Die();
     return NVML_SUCCESS;
   });
+}
+
+void AwaitEvent(nvmlEventSet_t set, unsigned int timeout_ms) noexcept {
+  try {
+    Session& s = Session::Get();
+    const auto start = std::chrono::steady_clock::now();
+    for (;;) {
+      {
+        MutexLock lock(&s.mu);
+        if (timeout_ms == 0 && s.config.event_wait_zero == EventWaitZero::kImmediate) return;
+        const auto* obj = reinterpret_cast<const EventSetObj*>(set);
+        if (s.refcount == 0 || !s.host || !s.event_sets.contains(obj) || obj->freed ||
+            obj->generation != s.generation) {
+          return;
+        }
+        bool ready = true;
+        const SimConfig config = s.config;  // a copy: the lambda holds no lock annotation
+        Status st = s.host->store().Inspect([&](const SimState& state) {
+          ready = EventReady(state, config, *obj);
+          return OkStatus();
+        });
+        if (!st.ok() || ready) return;
+      }
+      if (timeout_ms > 0 &&
+          std::chrono::steady_clock::now() - start >= std::chrono::milliseconds(timeout_ms)) {
+        return;
+      }
+      Sleep(2);
+    }
+  } catch (...) {
+    return;  // the counted call that follows reports what it finds
+  }
 }
 
 nvmlReturn_t RunControl(const char* fn, const std::function<SimStatus(Machine&)>& body) noexcept {

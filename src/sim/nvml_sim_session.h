@@ -46,6 +46,8 @@ typedef nvmlReturn_t (*migdSimAttachProcess_fn)(const char* mig_uuid, unsigned i
                                                 unsigned long long used_bytes);
 typedef nvmlReturn_t (*migdSimDetachProcess_fn)(const char* mig_uuid, unsigned int pid);
 typedef nvmlReturn_t (*migdSimReboot_fn)(void);
+// Records the events of `specs` (sim/events.h syntax, without delays) now.
+typedef nvmlReturn_t (*migdSimInjectEvents_fn)(const char* specs);
 }
 
 namespace migd::sim::lib {
@@ -72,6 +74,19 @@ struct Handle {
   uint32_t ci = 0;
   uint64_t serial = 0;  // GI serial (kGi), CI serial (kMig, kCi), 0 (kGpu)
   uint64_t generation = 0;
+};
+
+// An nvmlEventSet_t: the GPUs and event types registered on it, by the
+// event_seq at registration ("events that occurred before this call are not
+// recorded"), and the events it delivered. Never deleted (a freed or stale
+// pointer stays safe to inspect).
+struct EventSetObj {
+  static constexpr uint64_t kMagic = 0x7465737476656d69ull;
+  uint64_t magic = kMagic;
+  uint64_t generation = 0;
+  bool freed = false;
+  std::map<uint32_t, std::map<uint64_t, uint64_t>> registered;  // gpu -> type bit -> seq
+  std::set<uint64_t> delivered;  // seqs delivered (or coalesced away)
 };
 
 // Per-process state of the library. Leaked on purpose: it must outlive any
@@ -104,6 +119,7 @@ class Session {
       ABSL_GUARDED_BY(mu);
   std::unordered_set<const Handle*> all_handles ABSL_GUARDED_BY(mu);
   std::map<uint64_t, HiddenCi> hidden_cis ABSL_GUARDED_BY(mu);  // by CI serial
+  std::unordered_set<const EventSetObj*> event_sets ABSL_GUARDED_BY(mu);
 
  private:
   Session() = default;
@@ -152,6 +168,11 @@ class Ctx {
   // caller asks for index 0, which starts a walk.
   std::set<uint64_t> HiddenCis(const SimGpu& gpu, bool walk_start);
 
+  // A new event set of this session.
+  EventSetObj* NewEventSet();
+  // nullptr if `set` is not a live, unfreed set of this session.
+  EventSetObj* EventSet(nvmlEventSet_t set) const;
+
   nvmlDevice_t GpuHandle(const SimGpu& gpu);
   nvmlDevice_t MigHandle(const SimGpu& gpu, const SimGi& gi, const SimCi& ci);
   nvmlGpuInstance_t GiHandle(const SimGpu& gpu, const SimGi& gi);
@@ -177,6 +198,12 @@ nvmlReturn_t RunCall(const char* fn, const std::function<Outcome(Ctx&)>& body) n
 nvmlReturn_t InitImpl(const char* fn) noexcept;
 // nvmlShutdown: the final one ends the handle generation.
 nvmlReturn_t ShutdownImpl(const char* fn) noexcept;
+
+// Blocks, without holding the state lock, until `set` has something for
+// nvmlEventSetWait_v2 to report (an event, a lost GPU) or `timeout_ms` has
+// passed (0: MIGD_SIM_EVENT_WAIT_ZERO), polling the state every 2 ms. Counts
+// nothing; returns at once for an invalid set or an uninitialised library.
+void AwaitEvent(nvmlEventSet_t set, unsigned int timeout_ms) noexcept;
 
 // The migdSim* controls: they work whether or not NVML is initialised in
 // this process (then they open the machine of MIGD_SIM_STATE themselves).

@@ -79,7 +79,8 @@ StatusOr<SimGi> ReadGi(const JsonReader& r) {
 StatusOr<SimGpu> ReadGpu(const JsonReader& r) {
   MIGD_RETURN_IF_ERROR(r.ExpectObject());
   MIGD_RETURN_IF_ERROR(r.NoUnknownKeys(
-      {"index", "model", "uuid", "minor", "pciBusId", "migMode", "permission", "gpuInstances"}));
+      {"index", "model", "uuid", "minor", "pciBusId", "migMode", "permission", "lost",
+       "gpuInstances"}));
   SimGpu gpu;
   MIGD_ASSIGN_OR_RETURN(uint32_t index, r.Uint32("index"));
   gpu.index = GpuIndex(index);
@@ -95,6 +96,7 @@ StatusOr<SimGpu> ReadGpu(const JsonReader& r) {
   gpu.mig_current = current == 1;
   gpu.mig_pending = pending == 1;
   MIGD_ASSIGN_OR_RETURN(gpu.permission, r.Bool("permission"));
+  MIGD_ASSIGN_OR_RETURN(gpu.lost, r.OptionalBool("lost", false));
   MIGD_ASSIGN_OR_RETURN(std::vector<JsonReader> gis, r.Array("gpuInstances"));
   for (const JsonReader& g : gis) {
     MIGD_ASSIGN_OR_RETURN(SimGi gi, ReadGi(g));
@@ -116,11 +118,30 @@ StatusOr<CallCounters> ReadCounters(const JsonReader& root) {
   return out;
 }
 
+StatusOr<std::vector<SimEvent>> ReadEvents(const JsonReader& root) {
+  MIGD_ASSIGN_OR_RETURN(std::vector<JsonReader> events, root.OptionalArray("events"));
+  std::vector<SimEvent> out;
+  for (const JsonReader& r : events) {
+    MIGD_RETURN_IF_ERROR(r.ExpectObject());
+    MIGD_RETURN_IF_ERROR(r.NoUnknownKeys({"seq", "gpu", "type", "data", "gi", "ci"}));
+    SimEvent e;
+    MIGD_ASSIGN_OR_RETURN(e.seq, r.Uint("seq"));
+    MIGD_ASSIGN_OR_RETURN(e.gpu, r.Uint32("gpu"));
+    MIGD_ASSIGN_OR_RETURN(e.type, r.Uint("type"));
+    MIGD_ASSIGN_OR_RETURN(e.data, r.Uint("data"));
+    MIGD_ASSIGN_OR_RETURN(e.gi, r.Uint32("gi"));
+    MIGD_ASSIGN_OR_RETURN(e.ci, r.Uint32("ci"));
+    out.push_back(e);
+  }
+  return out;
+}
+
 StatusOr<SimState> ReadState(const JsonReader& r) {
   MIGD_RETURN_IF_ERROR(r.ExpectObject());
   MIGD_RETURN_IF_ERROR(
       r.NoUnknownKeys({"schemaVersion", "driverVersion", "nvmlVersion", "giIdPolicy", "giIdSeed",
-                       "nonce", "serial", "bootCount", "procRoot", "gpus", "counters"}));
+                       "nonce", "serial", "bootCount", "procRoot", "gpus", "eventSeq", "events",
+                       "counters"}));
   SimState s;
   MIGD_ASSIGN_OR_RETURN(int64_t version, r.Int("schemaVersion"));
   if (version != kStateSchemaVersion) {
@@ -147,6 +168,8 @@ StatusOr<SimState> ReadState(const JsonReader& r) {
     MIGD_ASSIGN_OR_RETURN(SimGpu gpu, ReadGpu(g));
     s.gpus.push_back(std::move(gpu));
   }
+  MIGD_ASSIGN_OR_RETURN(s.event_seq, r.OptionalUint("eventSeq", 0));
+  MIGD_ASSIGN_OR_RETURN(s.events, ReadEvents(r));
   MIGD_ASSIGN_OR_RETURN(s.counters, ReadCounters(r));
   return s;
 }
@@ -178,6 +201,7 @@ std::string SerializeState(const SimState& s) {
     g["migMode"] = Json{{"current", gpu.mig_current ? "enabled" : "disabled"},
                         {"pending", gpu.mig_pending ? "enabled" : "disabled"}};
     g["permission"] = gpu.permission;
+    if (gpu.lost) g["lost"] = true;
     Json gis = Json::array();
     for (const SimGi& gi : gpu.gpu_instances) {
       Json ij;
@@ -207,6 +231,15 @@ std::string SerializeState(const SimState& s) {
     gpus.push_back(std::move(g));
   }
   root["gpus"] = std::move(gpus);
+  if (s.event_seq > 0) {
+    root["eventSeq"] = s.event_seq;
+    Json events = Json::array();
+    for (const SimEvent& e : s.events) {
+      events.push_back(Json{{"seq", e.seq}, {"gpu", e.gpu}, {"type", e.type}, {"data", e.data},
+                            {"gi", e.gi}, {"ci", e.ci}});
+    }
+    root["events"] = std::move(events);
+  }
   Json counters = Json::object();
   for (const auto& [fn, results] : s.counters) {
     Json r = Json::object();
@@ -300,6 +333,28 @@ Status ValidateGis(const SimState& s, const SimGpu& gpu, const mig::GpuModel& mo
   return OkStatus();
 }
 
+// The event log: at most kMaxEvents entries, seqs increasing up to
+// eventSeq, each on a GPU of the state.
+Status ValidateEvents(const SimState& s) {
+  if (s.events.size() > kMaxEvents) {
+    return DataLossError("/events: more than " + std::to_string(kMaxEvents) + " entries");
+  }
+  uint64_t last = 0;
+  for (size_t i = 0; i < s.events.size(); ++i) {
+    const SimEvent& e = s.events[i];
+    const std::string where = "/events/" + std::to_string(i);
+    if (e.seq <= last || e.seq > s.event_seq) {
+      return DataLossError(where + "/seq: must increase and be at most /eventSeq");
+    }
+    if (e.gpu >= s.gpus.size()) return DataLossError(where + "/gpu: no such GPU");
+    if (e.type == 0 || (e.type & (e.type - 1)) != 0) {
+      return DataLossError(where + "/type: must be one event type bit");
+    }
+    last = e.seq;
+  }
+  return OkStatus();
+}
+
 }  // namespace
 
 Status ValidateState(const SimState& s, const mig::Catalog& catalog) {
@@ -327,7 +382,7 @@ Status ValidateState(const SimState& s, const mig::Catalog& catalog) {
     }
     MIGD_RETURN_IF_ERROR(ValidateGis(s, gpu, *model, uuids));
   }
-  return OkStatus();
+  return ValidateEvents(s);
 }
 
 StatusOr<SimState> ParseState(std::string_view json, const mig::Catalog& catalog,

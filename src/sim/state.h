@@ -93,9 +93,26 @@ struct SimGpu {
   bool mig_pending = true;
   // False: nvmlDeviceGetHandleByIndex_v2 answers NO_PERMISSION (nvml.md §7.16).
   bool permission = true;
+  // Fallen off the bus (an injected gpu-lost): its event calls answer
+  // NVML_ERROR_GPU_IS_LOST.
+  bool lost = false;
   std::vector<SimGi> gpu_instances;  // sorted by id
   friend bool operator==(const SimGpu&, const SimGpu&) = default;
 };
+
+// One entry of the event log (nvml.h nvmlEventData_t, by GPU index).
+struct SimEvent {
+  uint64_t seq = 0;   // 1, 2, ... (SimState::event_seq when recorded)
+  uint32_t gpu = 0;
+  uint64_t type = 0;  // one nvmlEventType* bit
+  uint64_t data = 0;  // the Xid for nvmlEventTypeXidCriticalError, else 0
+  uint32_t gi = 0xFFFFFFFF;  // 0xFFFFFFFF: not attributed
+  uint32_t ci = 0xFFFFFFFF;
+  friend bool operator==(const SimEvent&, const SimEvent&) = default;
+};
+
+// The event log keeps the newest kMaxEvents entries.
+inline constexpr size_t kMaxEvents = 256;
 
 // Function name → result name ("SUCCESS", "ERROR_IN_USE", "CRASH") → count.
 using CallCounters = std::map<std::string, std::map<std::string, uint64_t>>;
@@ -112,6 +129,8 @@ struct SimState {
   uint64_t boot_count = 0;
   std::string proc_root;     // "" = no fake /proc tree
   std::vector<SimGpu> gpus;  // gpus[i].index == i
+  uint64_t event_seq = 0;          // the seq of the newest event ever recorded
+  std::vector<SimEvent> events;    // oldest first, seq increasing
   CallCounters counters;
   friend bool operator==(const SimState&, const SimState&) = default;
 };

@@ -10,6 +10,7 @@
 
 #include "base/logging.h"
 #include "base/status_macros.h"
+#include "driver/nvml/nvml_events.h"
 #include "driver/nvml/nvml_status.h"
 #include "driver/nvml/nvml_text.h"
 
@@ -65,6 +66,11 @@ StatusOr<std::unique_ptr<NvmlDriver>> NvmlDriver::Open(const std::string& librar
 NvmlDriver::NvmlDriver(std::shared_ptr<NvmlSession> session) : session_(std::move(session)) {}
 
 NvmlDriver::~NvmlDriver() = default;
+
+StatusOr<std::unique_ptr<GpuEventWatch>> NvmlDriver::OpenEventWatch() {
+  MIGD_ASSIGN_OR_RETURN(std::unique_ptr<NvmlEventWatch> watch, NvmlEventWatch::Open(session_));
+  return std::unique_ptr<GpuEventWatch>(std::move(watch));
+}
 
 Status NvmlDriver::Err(nvmlReturn_t r, const std::string& what) const {
   return FromNvml(r, what, library().ErrorString(r));

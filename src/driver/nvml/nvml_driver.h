@@ -162,6 +162,10 @@ class NvmlDriver : public GpuDriver {
   StatusOr<std::vector<GpuInstanceInfo>> ListGpuInstances(GpuIndex gpu) override;
   StatusOr<std::vector<ProcessInfo>> ListProcesses(GpuIndex gpu, NvmlGiId gi,
                                                    NvmlCiId ci) override;
+  // An NvmlEventWatch (driver/nvml/nvml_events.h) of this driver's session.
+  // The watch shares the session: it stays open until the driver and every
+  // watch are gone, and closing it frees the watch's set first.
+  StatusOr<std::unique_ptr<GpuEventWatch>> OpenEventWatch() override;
 
   // The CI profiles NVML offers inside the GI `gi` (walks CI profile indices
   // with the same v3 -> v2 -> v1 rules; cached per (GPU, GI profile id)).

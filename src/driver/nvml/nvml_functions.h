@@ -175,7 +175,19 @@
     kDeviceGetComputeRunningProcessesV3, READS)                                                     \
   X(kDeviceGetGraphicsRunningProcessesV3, nvmlDeviceGetGraphicsRunningProcesses_v3,                 \
     nvmlDeviceGetComputeRunningProcesses_fn, "11.6", POST_R470, SIM_ONLY,                           \
-    kDeviceGetGraphicsRunningProcessesV3, READS)
+    kDeviceGetGraphicsRunningProcessesV3, READS)                                                    \
+  /* Events (GpuEventWatch, driver/gpu_events.h). */                                                \
+  X(kEventSetCreate, nvmlEventSetCreate, nvmlEventSetCreate_fn, "11.1", R470, OPTIONAL,             \
+    kEventSetCreate, READS)                                                                         \
+  X(kDeviceGetSupportedEventTypes, nvmlDeviceGetSupportedEventTypes,                                \
+    nvmlDeviceGetSupportedEventTypes_fn, "11.1", R470, OPTIONAL, kDeviceGetSupportedEventTypes,     \
+    READS)                                                                                          \
+  X(kDeviceRegisterEvents, nvmlDeviceRegisterEvents, nvmlDeviceRegisterEvents_fn, "11.1", R470,     \
+    OPTIONAL, kDeviceRegisterEvents, READS)                                                         \
+  X(kEventSetWaitV2, nvmlEventSetWait_v2, nvmlEventSetWait_fn, "11.1", R470, OPTIONAL,              \
+    kEventSetWaitV2, READS)                                                                         \
+  X(kEventSetFree, nvmlEventSetFree, nvmlEventSetFree_fn, "11.1", R470, OPTIONAL, kEventSetFree,    \
+    READS)
 /* clang-format on */
 
 /* The simulator's own controls, exported by libnvidia-ml-sim.so beside the
@@ -184,7 +196,8 @@
 #define MIGD_SIM_CONTROLS(X)                      \
   X(migdSimAttachProcess, migdSimAttachProcess_fn) \
   X(migdSimDetachProcess, migdSimDetachProcess_fn) \
-  X(migdSimReboot, migdSimReboot_fn)
+  X(migdSimReboot, migdSimReboot_fn)               \
+  X(migdSimInjectEvents, migdSimInjectEvents_fn)
 
 /* Helpers for consumers (token-pasted with a field):
    MIGD_NVML_IF_BOUND_##use(...) keeps its arguments for the functions

@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <utility>
+#include <vector>
 
 #include "driver/nvml/nvml_status.h"
 
@@ -88,6 +89,7 @@ void NvmlSession::ReleaseToken() {
 }
 
 Status NvmlSession::Close() {
+  std::vector<std::function<void()>> hooks;
   {
     MutexLock lock(&mu_);
     if (state_ == State::kClosing) {
@@ -99,7 +101,10 @@ Status NvmlSession::Close() {
     if (state_ != State::kOpen) return OkStatus();
     state_ = State::kClosing;
     cv_.Wait(&mu_, [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return in_flight_ == 0; });
+    hooks.reserve(close_hooks_.size());
+    for (const auto& [id, hook] : close_hooks_) hooks.push_back(hook);
   }
+  for (const std::function<void()>& hook : hooks) hook();
   const nvmlReturn_t r = library_->Call<nvmlShutdown_fn>(NvmlSymbol::kShutdown);
   {
     MutexLock plock(&g_process_mu);
@@ -109,6 +114,18 @@ Status NvmlSession::Close() {
   }
   cv_.SignalAll();
   return FromNvml(r, "nvmlShutdown", library_->ErrorString(r));
+}
+
+uint64_t NvmlSession::AddCloseHook(std::function<void()> hook) {
+  MutexLock lock(&mu_);
+  const uint64_t id = next_hook_id_++;
+  close_hooks_.emplace(id, std::move(hook));
+  return id;
+}
+
+void NvmlSession::RemoveCloseHook(uint64_t id) {
+  MutexLock lock(&mu_);
+  close_hooks_.erase(id);
 }
 
 bool NvmlSession::is_open() const {

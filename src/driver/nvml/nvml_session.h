@@ -27,6 +27,8 @@
 #define MIGD_DRIVER_NVML_NVML_SESSION_H_
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 
 #include "base/mutex.h"
@@ -90,6 +92,17 @@ class NvmlSession {
   // Operations admitted and not yet released.
   int in_flight() const;
 
+  // Runs `hook` once when Close() has admitted its last token and before it
+  // calls nvmlShutdown (objects that die with the session, e.g. an event
+  // set, are freed there). Hooks run on the closing thread, without a token
+  // and without this session's lock, in the order they were added. Returns
+  // an id for RemoveCloseHook. A hook stays for later Close() calls until
+  // removed.
+  uint64_t AddCloseHook(std::function<void()> hook);
+  // Removes a hook; a no-op for an unknown id. A hook may be running while
+  // this returns (the closing thread copied the hooks before running them).
+  void RemoveCloseHook(uint64_t id);
+
   NvmlLibrary& library() const { return *library_; }
   const std::shared_ptr<NvmlLibrary>& shared_library() const { return library_; }
 
@@ -103,6 +116,8 @@ class NvmlSession {
   State state_ ABSL_GUARDED_BY(mu_) = State::kClosed;
   int in_flight_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t next_hook_id_ ABSL_GUARDED_BY(mu_) = 1;
+  std::map<uint64_t, std::function<void()>> close_hooks_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace migd::driver

@@ -40,6 +40,30 @@ class NvmlSessionTest : public ::testing::Test {
   std::shared_ptr<NvmlLibrary> lib_;
 };
 
+TEST_F(NvmlSessionTest, CloseHooksRunAfterTheLastTokenAndBeforeShutdown) {
+  NvmlSession session(lib_);
+  ASSERT_THAT(session.Open(), IsOk());
+  std::vector<std::string> ran;
+  const uint64_t first = session.AddCloseHook([&] {
+    // No token can be admitted any more, and nvmlShutdown has not run.
+    ran.push_back("first:" + std::string(session.Acquire().ok() ? "admitted" : "refused") + ":" +
+                  std::to_string(lib_->CallCount(NvmlSymbol::kShutdown, NVML_SUCCESS)));
+  });
+  const uint64_t removed = session.AddCloseHook([&] { ran.push_back("removed"); });
+  session.AddCloseHook([&] { ran.push_back("second"); });
+  EXPECT_NE(first, removed);
+  session.RemoveCloseHook(removed);
+  session.RemoveCloseHook(987654);  // unknown: no-op
+  ASSERT_THAT(session.Close(), IsOk());
+  EXPECT_EQ(ran, (std::vector<std::string>{"first:refused:0", "second"}));
+  // A hook stays for the next Close until removed.
+  ASSERT_THAT(session.Open(), IsOk());
+  session.RemoveCloseHook(first);
+  ASSERT_THAT(session.Close(), IsOk());
+  EXPECT_EQ(ran.size(), 3u);
+  EXPECT_EQ(ran.back(), "second");
+}
+
 TEST_F(NvmlSessionTest, OpenInitsOnceAndCloseShutsDownOnce) {
   NvmlSession session(lib_);
   EXPECT_FALSE(session.is_open());

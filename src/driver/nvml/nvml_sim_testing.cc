@@ -193,6 +193,13 @@ nvmlReturn_t DetachProcess(const std::string& path, const std::string& mig_uuid,
   return fn == nullptr ? NVML_ERROR_FUNCTION_NOT_FOUND : fn(mig_uuid.c_str(), pid);
 }
 
+nvmlReturn_t InjectEvents(const std::string& path, const std::string& specs) {
+  using Fn = nvmlReturn_t (*)(const char*);
+  if (LoadedSymbol(path, "nvmlInit_v2") == nullptr) return NVML_ERROR_LIBRARY_NOT_FOUND;
+  auto fn = reinterpret_cast<Fn>(LoadedSymbol(path, "migdSimInjectEvents"));
+  return fn == nullptr ? NVML_ERROR_FUNCTION_NOT_FOUND : fn(specs.c_str());
+}
+
 StatusOr<std::shared_ptr<NvmlLibrary>> LoadSimWithSymbols(
     const std::string& path, const std::set<std::string>& hidden,
     const std::map<std::string, void*>& hooks) {

@@ -112,6 +112,9 @@ nvmlReturn_t AttachProcess(const std::string& path, const std::string& mig_uuid,
 nvmlReturn_t DetachProcess(const std::string& path, const std::string& mig_uuid,
                            unsigned int pid);
 
+// migdSimInjectEvents(specs) (sim/events.h syntax) in the library at `path`.
+nvmlReturn_t InjectEvents(const std::string& path, const std::string& specs);
+
 // NvmlLibrary::FromResolver over a dlopen handle of `path` (loaded like
 // NvmlLibrary::Load does): every symbol is the library's own, except that
 // the names in `hidden` do not resolve and those in `hooks` resolve to the

@@ -1,0 +1,139 @@
+// The engine's health rules (engine/engine_health.h) over the in-process
+// simulator: what an Unhealthy instance or GPU may still be used for, and
+// the HealthMonitor feeding them from injected events.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "engine/health_monitor.h"
+#include "engine/manager.h"
+#include "engine/manager_testing.h"
+#include "testing/status_matchers.h"
+
+namespace migd::engine {
+namespace {
+
+using ::migd::engine::testing::LiveLayout;
+using ::migd::engine::testing::OpaqueReq;
+using ::migd::engine::testing::Spec;
+using ::migd::testing::StatusIs;
+using ::testing::HasSubstr;
+
+class HealthRulesTest : public testing::FakeHardwareTest {
+ protected:
+  // Allocates one 1g.5gb on `gpu` as request `id`.
+  InstanceView One(const std::string& id, std::optional<uint32_t> gpu = 0) {
+    StatusOr<Allocation> a = mgr_->Allocate(OpaqueReq(id, {Spec("1g.5gb", gpu)}));
+    EXPECT_TRUE(a.ok()) << a.status();
+    return a.ok() ? a->instances[0] : InstanceView{};
+  }
+  void MarkInstance(const InstanceView& v, uint64_t xid = 48) {
+    mgr_->health_sink().MarkInstanceUnhealthy(v.gpu, v.gi_id, v.ci_id, xid);
+  }
+};
+
+TEST_F(HealthRulesTest, AnUnhealthyIdleInstanceIsNeverReused) {
+  Machine("a100-40gb:1");
+  Start();
+  const InstanceView first = One("r1");
+  ENGINE_ASSERT_OK(mgr_->Release("r1"));
+  MarkInstance(first);
+  const InstanceView second = One("r2");
+  EXPECT_NE(second.mig_uuid, first.mig_uuid);
+  EXPECT_EQ(Get(first.mig_uuid).state, InstanceState::kIdle);  // until reclaimed
+  Consistent();
+}
+
+TEST_F(HealthRulesTest, AnUnhealthyActiveInstanceStaysActiveAndIsDestroyedOnRelease) {
+  Machine("a100-40gb:1");
+  Start();
+  const InstanceView v = One("r1");
+  MarkInstance(v);
+  EXPECT_EQ(Get(v.mig_uuid).state, InstanceState::kActive);  // its workload decides
+  ENGINE_ASSERT_OK(mgr_->Release("r1"));
+  EXPECT_EQ(Get(v.mig_uuid).state, InstanceState::kNone);
+  EXPECT_TRUE(LiveLayout(*fake_).empty());
+  Consistent();
+}
+
+TEST_F(HealthRulesTest, AnUnhealthyIdleInstanceIsReclaimedByTheReconciler) {
+  Machine("a100-40gb:1");
+  Start();
+  const InstanceView v = One("r1");
+  ENGINE_ASSERT_OK(mgr_->Release("r1"));
+  MarkInstance(v);
+  ENGINE_ASSERT_OK(mgr_->ReconcileOnce().status());
+  EXPECT_EQ(Get(v.mig_uuid).state, InstanceState::kNone);
+  EXPECT_TRUE(LiveLayout(*fake_).empty());
+  Consistent();
+}
+
+TEST_F(HealthRulesTest, AnUnhealthyGpuTakesNoNewAllocation) {
+  Machine("a100-40gb:2");
+  Start();
+  mgr_->health_sink().MarkGpuUnhealthy(GpuIndex(0), "GPU 0: xid 79");
+  EXPECT_THAT(mgr_->Allocate(OpaqueReq("pinned", {Spec("1g.5gb", 0)})).status(),
+              StatusIs(StatusCode::kFailedPrecondition, HasSubstr("GPU 0 is unhealthy (GPU 0: xid 79)")));
+  const InstanceView v = One("free", std::nullopt);
+  EXPECT_EQ(v.gpu, GpuIndex(1));
+  Consistent();
+}
+
+TEST_F(HealthRulesTest, AnUnhealthyGpuMarksEveryInstanceOnIt) {
+  Machine("a100-40gb:2");
+  Start();
+  const InstanceView on0 = One("a", 0);
+  const InstanceView on1 = One("b", 1);
+  mgr_->health_sink().MarkGpuUnhealthy(GpuIndex(0), "GPU 0: gpu-lost");
+  ENGINE_ASSERT_OK(mgr_->Release("a"));
+  ENGINE_ASSERT_OK(mgr_->Release("b"));
+  EXPECT_EQ(Get(on0.mig_uuid).state, InstanceState::kNone);
+  EXPECT_EQ(Get(on1.mig_uuid).state, InstanceState::kIdle);
+  Consistent();
+}
+
+TEST_F(HealthRulesTest, AnXidOnAnotherInstanceLeavesThisOneAlone) {
+  Machine("a100-40gb:1");
+  Start();
+  const InstanceView a = One("a");
+  const InstanceView b = One("b");
+  MarkInstance(a);
+  ENGINE_ASSERT_OK(mgr_->Release("b"));
+  EXPECT_EQ(Get(b.mig_uuid).state, InstanceState::kIdle);
+  Consistent();
+}
+
+TEST_F(HealthRulesTest, AMigConfigChangeRunsTheDriftCheck) {
+  Machine("a100-40gb:1");
+  Start();
+  const InstanceView v = One("r1");
+  ENGINE_ASSERT_OK(mgr_->Release("r1"));
+  // Another NVML client destroys the Idle instance behind migd's back.
+  fake_->WithMachine([&](sim::Machine& m) {
+    ASSERT_TRUE(m.DestroyCi(v.gpu, v.gi_id, v.ci_id).ok());
+    ASSERT_TRUE(m.DestroyGi(v.gpu, v.gi_id).ok());
+  });
+  const uint64_t runs = mgr_->counters().reconcile_runs;
+  mgr_->health_sink().OnMigConfigChange(v.gpu);
+  EXPECT_EQ(mgr_->counters().reconcile_runs, runs + 1);
+  EXPECT_EQ(Get(v.mig_uuid).state, InstanceState::kNone);
+  Consistent();
+}
+
+TEST_F(HealthRulesTest, InjectedXidsReachTheEngineThroughTheMonitor) {
+  Machine("a100-40gb:1");
+  Start();
+  const InstanceView v = One("r1");
+  MIGD_ASSERT_OK_AND_ASSIGN(
+      auto monitor, HealthMonitor::Start(*fake_, {GpuIndex(0)}, {}, mgr_->health_sink()));
+  const std::string spec = "xid=94@0/" + std::to_string(v.gi_id.value()) + "/" +
+                           std::to_string(v.ci_id.value());
+  ENGINE_ASSERT_OK(fake_->InjectEvents(spec));
+  monitor->WaitForEvents(1);
+  monitor->Stop();  // before the release: its MIG changes need no drift pass
+  ENGINE_ASSERT_OK(mgr_->Release("r1"));
+  EXPECT_EQ(Get(v.mig_uuid).state, InstanceState::kNone);
+  Consistent();
+}
+
+}  // namespace
+}  // namespace migd::engine

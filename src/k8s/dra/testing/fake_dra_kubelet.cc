@@ -35,6 +35,37 @@ bool Contains(const std::vector<std::string>& v, const std::string& s) {
   return std::find(v.begin(), v.end(), s) != v.end();
 }
 
+grpc::Status NotRegistered(const std::string& driver) {
+  return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                      "DRA driver " + driver + " is not registered");
+}
+
+// Calls `v1_call` when kubelet chose v1.DRAPlugin, else `beta_call`, whose
+// response converts to v1 through the wire format (v1beta1 is v1 without
+// field 5). kubelet's deadline is `timeout`.
+template <typename V1Req, typename V1Resp, typename BetaReq, typename BetaResp>
+grpc::Status CallService(
+    const std::string& service, const std::shared_ptr<grpc::Channel>& channel,
+    std::chrono::milliseconds timeout, const std::vector<ClaimRequest>& claims,
+    grpc::Status (drav1::DRAPlugin::Stub::*v1_call)(grpc::ClientContext*, const V1Req&, V1Resp*),
+    grpc::Status (drav1beta1::DRAPlugin::Stub::*beta_call)(grpc::ClientContext*, const BetaReq&,
+                                                           BetaResp*),
+    V1Resp* out) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(Deadline(timeout));
+  if (service == "v1.DRAPlugin") {
+    V1Req req;
+    FillClaims(claims, &req);
+    return (drav1::DRAPlugin::NewStub(channel).get()->*v1_call)(&ctx, req, out);
+  }
+  BetaReq req;
+  FillClaims(claims, &req);
+  BetaResp resp;
+  grpc::Status s = (drav1beta1::DRAPlugin::NewStub(channel).get()->*beta_call)(&ctx, req, &resp);
+  if (s.ok()) out->ParseFromString(resp.SerializeAsString());
+  return s;
+}
+
 }  // namespace
 
 struct FakeDraKubelet::Plugin {
@@ -279,49 +310,20 @@ grpc::Status FakeDraKubelet::Prepare(const std::string& driver,
                                      const std::vector<ClaimRequest>& claims,
                                      drav1::NodePrepareResourcesResponse* out) {
   std::shared_ptr<Plugin> p = Find(driver);
-  if (p == nullptr) {
-    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                        "DRA driver " + driver + " is not registered");
-  }
-  grpc::ClientContext ctx;
-  ctx.set_deadline(Deadline(options_.call_timeout));
-  if (p->info.service == "v1.DRAPlugin") {
-    drav1::NodePrepareResourcesRequest req;
-    FillClaims(claims, &req);
-    return drav1::DRAPlugin::NewStub(p->channel)->NodePrepareResources(&ctx, req, out);
-  }
-  drav1beta1::NodePrepareResourcesRequest req;
-  FillClaims(claims, &req);
-  drav1beta1::NodePrepareResourcesResponse resp;
-  grpc::Status s =
-      drav1beta1::DRAPlugin::NewStub(p->channel)->NodePrepareResources(&ctx, req, &resp);
-  // v1beta1 is v1 without field 5: the wire format converts.
-  if (s.ok()) out->ParseFromString(resp.SerializeAsString());
-  return s;
+  if (p == nullptr) return NotRegistered(driver);
+  return CallService(p->info.service, p->channel, options_.call_timeout, claims,
+                     &drav1::DRAPlugin::Stub::NodePrepareResources,
+                     &drav1beta1::DRAPlugin::Stub::NodePrepareResources, out);
 }
 
 grpc::Status FakeDraKubelet::Unprepare(const std::string& driver,
                                        const std::vector<ClaimRequest>& claims,
                                        drav1::NodeUnprepareResourcesResponse* out) {
   std::shared_ptr<Plugin> p = Find(driver);
-  if (p == nullptr) {
-    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                        "DRA driver " + driver + " is not registered");
-  }
-  grpc::ClientContext ctx;
-  ctx.set_deadline(Deadline(options_.call_timeout));
-  if (p->info.service == "v1.DRAPlugin") {
-    drav1::NodeUnprepareResourcesRequest req;
-    FillClaims(claims, &req);
-    return drav1::DRAPlugin::NewStub(p->channel)->NodeUnprepareResources(&ctx, req, out);
-  }
-  drav1beta1::NodeUnprepareResourcesRequest req;
-  FillClaims(claims, &req);
-  drav1beta1::NodeUnprepareResourcesResponse resp;
-  grpc::Status s =
-      drav1beta1::DRAPlugin::NewStub(p->channel)->NodeUnprepareResources(&ctx, req, &resp);
-  if (s.ok()) out->ParseFromString(resp.SerializeAsString());
-  return s;
+  if (p == nullptr) return NotRegistered(driver);
+  return CallService(p->info.service, p->channel, options_.call_timeout, claims,
+                     &drav1::DRAPlugin::Stub::NodeUnprepareResources,
+                     &drav1beta1::DRAPlugin::Stub::NodeUnprepareResources, out);
 }
 
 std::vector<::v1::DeviceHealth> FakeDraKubelet::health(const std::string& driver) const {

@@ -73,6 +73,14 @@ struct LifecycleConfig {
   friend bool operator==(const LifecycleConfig&, const LifecycleConfig&) = default;
 };
 
+// The `planner:` section (docs/planner.md, "The value policy").
+struct PlannerConfig {
+  std::string policy;           // planner.policy: "value" or "cost"
+  std::string objective;        // planner.objective: "count" or "slices"
+  std::string drift_threshold;  // planner.driftThreshold: a number in 0.01..1 (validated)
+  friend bool operator==(const PlannerConfig&, const PlannerConfig&) = default;
+};
+
 struct LogConfig {
   std::string level;  // log.level: trace, debug, info, warn, error, critical, off
   friend bool operator==(const LogConfig&, const LogConfig&) = default;
@@ -144,6 +152,7 @@ struct Config {
   NvmlConfig nvml;
   CdiConfig cdi;
   LifecycleConfig lifecycle;
+  PlannerConfig planner;
   bool adopt_existing_mig_instances{};             // adoptExistingMIGInstances
   std::vector<std::string> mig_profile_allowlist;  // migProfileAllowlist (empty = every profile)
   LogConfig log;

@@ -17,6 +17,9 @@ constexpr std::string_view kLogLevels[] = {"trace", "debug",    "info", "warn",
 // engine/owner_source.h.
 constexpr std::string_view kOwnerSources[] = {"records", "podresources", "hami"};
 constexpr std::string_view kCounterSetLayouts[] = {"auto", "combined", "split"};
+// planner/value_service.h; planner/value_table.h (Objective).
+constexpr std::string_view kPlannerPolicies[] = {"value", "cost"};
+constexpr std::string_view kPlannerObjectives[] = {"count", "slices"};
 
 // The schema. To add a key: a field in config.h, a row here (in file order,
 // under its section), then `make config-doc` (docs/config.md, "Adding a key").
@@ -166,6 +169,38 @@ constexpr KeySpec kSchema[] = {
      .field = [](Config& c) -> FieldRef { return &c.lifecycle.demand_half_life; },
      .range = {.min = minutes(1), .max = hours(24 * 30), .zero_ok = true},
      .doc = "Half-life of the learned demand mix the planner uses; `0`: no decay."},
+    {.path = "planner"},
+    {.path = "planner.policy",
+     .type = KeyType::kString,
+     .default_value = "value",
+     .field = [](Config& c) -> FieldRef { return &c.planner.policy; },
+     .choices = kPlannerPolicies,
+     .choice_noun = "a planner policy",
+     .doc = "How the planner orders the placements that fit (docs/planner.md). `value`: by the "
+            "expected future acceptances each gives up, from values solved on a background "
+            "thread for the demand learned from requests (the cost order serves until the "
+            "first solve; no decision waits). `cost`: the fixed cost order alone. Both keep "
+            "the same safety rules. `value` is the default because on the placement "
+            "benchmark it is no worse anywhere and better on one GPU "
+            "(docs/benchmarks/placement-value.md)."},
+    {.path = "planner.objective",
+     .type = KeyType::kString,
+     .default_value = "count",
+     .field = [](Config& c) -> FieldRef { return &c.planner.objective; },
+     .choices = kPlannerObjectives,
+     .choice_noun = "a planner objective",
+     .doc = "What `planner.policy: value` maximises: `count`, accepted requests; `slices`, "
+            "accepted compute slices (a 7g counts 7 times a 1g)."},
+    {.path = "planner.driftThreshold",
+     .type = KeyType::kString,
+     .default_value = "0.05",
+     .field = [](Config& c) -> FieldRef { return &c.planner.drift_threshold; },
+     .check = CheckDriftThreshold,
+     .type_doc = "number, `0.01`..`1`",
+     .doc = "`planner.policy: value` re-solves its values when the learned demand drifts "
+            "further than this from the demand they were solved for (the larger of the total "
+            "variation distance of the profile mixes and the relative load change / 4). "
+            "Lower: fresher values, more solves (each takes milliseconds on one core)."},
     {.path = "adoptExistingMIGInstances",
      .type = KeyType::kBool,
      .default_value = "false",

@@ -1,10 +1,12 @@
 #include "daemon/config_values.h"
 
 #include <absl/strings/ascii.h>
+#include <absl/strings/numbers.h>
 #include <sys/un.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 
 #include "cdi/names.h"
@@ -218,6 +220,14 @@ Status CheckDraDriverName(std::string_view value) {
   return InvalidArgumentError(Quote(value) +
                               " is not a DRA driver name (a lower-case DNS subdomain of at most "
                               "63 characters, e.g. mig.migd.io)");
+}
+
+Status CheckDriftThreshold(std::string_view value) {
+  double v = 0;
+  if (absl::SimpleAtod(absl::string_view(value.data(), value.size()), &v) && std::isfinite(v) && v >= 0.01 && v <= 1) return OkStatus();
+  return InvalidArgumentError(Quote(value) +
+                              " is not a drift threshold (use a number from 0.01 to 1, e.g. "
+                              "0.05)");
 }
 
 Status CheckSocketMode(uint32_t mode) {

@@ -54,6 +54,7 @@ Status CheckKubeletSocketDirOrEmpty(std::string_view value);  // "" or absolute,
 Status CheckResourceName(std::string_view value);             // kubelet's IsExtendedResourceName
 Status CheckNodeNameIfSet(std::string_view value);            // "" or a DNS subdomain
 Status CheckDraDriverName(std::string_view value);            // DNS subdomain, <= 63
+Status CheckDriftThreshold(std::string_view value);           // a number in 0.01..1
 Status CheckSocketMode(uint32_t mode);                        // owner rw, group rw at most
 
 }  // namespace migd::daemon

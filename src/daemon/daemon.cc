@@ -30,6 +30,7 @@
 #include "daemon/config_reload.h"
 #include "daemon/effective_config.h"
 #include "daemon/kubernetes_frontends.h"
+#include "daemon/planner_wiring.h"
 #include "daemon/signals.h"
 #include "daemon/sim_host_reader.h"
 #include "daemon/simulation.h"
@@ -108,6 +109,9 @@ class Daemon {
   std::unique_ptr<metrics::MigdMetrics> metrics_;
   engine::ListenerFanout fanout_;
   KubernetesFrontends kubernetes_;  // its owner source outlives the Manager
+  // planner.policy: value (null for cost): started after the Manager is
+  // created, stopped before it is stopped.
+  std::shared_ptr<planner::ValueService> values_;
   std::unique_ptr<engine::Manager> manager_;
   std::unique_ptr<api::MigManagerService> service_;
   std::unique_ptr<api::ApiServer> api_server_;
@@ -302,6 +306,11 @@ MaybeFailure Daemon::SetUpEngine() {
   opts.reconcile_interval =
       std::chrono::duration_cast<Clock::Duration>(config_.lifecycle.reconcile_interval);
   opts.listener = &fanout_;
+  StatusOr<std::shared_ptr<planner::ValueService>> values = MakeValueService(
+      config_.planner, std::make_unique<planner::BackgroundExecutor>(/*start=*/false));
+  if (!values.ok()) return ConfigFailure(values.status().message());
+  values_ = *std::move(values);
+  opts.values = values_;
   // The reloadable policy is applied by SetPolicy below, so that a profile
   // this node does not offer is reported as the config mistake it is.
   StatusOr<std::unique_ptr<engine::Manager>> mgr = engine::Manager::Create(
@@ -320,6 +329,11 @@ MaybeFailure Daemon::SetUpEngine() {
   }
   manager_ = std::move(*mgr);
   if (Status s = manager_->SetPolicy(PolicyOf(config_)); !s.ok()) return ConfigFailure(s.message());
+  if (values_) values_->Start();
+  spdlog::info("planner{}", Fields()
+                                .Add("policy", config_.planner.policy)
+                                .Add("objective", config_.planner.objective)
+                                .Add("drift_threshold", config_.planner.drift_threshold));
   metrics_->AttachManager(manager_.get());
   return std::nullopt;
 }
@@ -444,6 +458,8 @@ void Daemon::Teardown() {
   // kubelet's calls and the pod watcher use the Manager: stop them first.
   kubernetes_.Stop();
   if (metrics_server_) metrics_server_->Stop();
+  // No solve runs from here on; the Manager keeps the last values.
+  if (values_) values_->Stop();
   if (manager_) manager_->StopReconciler();
   if (metrics_) metrics_->AttachManager(nullptr);
   api_server_.reset();

@@ -22,16 +22,19 @@
 //     registers (DeferredBackend: no devices until recovery ends) -> 4
 //   the owner source of recovery.ownerSource (records,
 //     podresources, hami; k8s_wiring.h FailClosedOwnerSource)
+//   planner.policy: value: the planner's ValueService (planner_wiring.h)
 //   engine::Manager::Create (recovery)                            -> 3 (fails closed)
 //   Manager::SetPolicy(lifecycle.*, migProfileAllowlist) checked
 //     against this node's GPUs                                     -> 1
+//   the ValueService's solve thread starts
 //   kubernetes.enabled: HamiBackend behind the device plugin, the
 //     PodWatcher (node registration annotation, release of ended pods)
 //   api::ApiServer on api.socket, MetricsHttpServer                -> 4
 //   StartReconciler, sd_notify(READY=1), one "migd ready" line.
 // SIGTERM/SIGINT (signalfd; no work in a handler): sd_notify(STOPPING=1),
 // the API stops accepting and drains in-flight calls (10 s deadline), the
-// device plugin and the pod watcher stop, the metrics server stops, the reconciler stops, the
+// device plugin and the pod watcher stop, the metrics server stops, the
+// value service's solve thread stops, the reconciler stops, the
 // Manager is destroyed, NVML is shut down once; exit 0. SIGHUP: the config file is read again; the
 // reloadable keys (config_reload.h DiffConfigs) are applied through
 // Manager::SetPolicy and the log level; the other changed keys are logged as

@@ -37,13 +37,15 @@ bool Reservable(const TrackedInstance* inst) {
 
 Allocator::Allocator(Registry& registry, const GpuTable& gpus, const Policy& policy,
                      Executor& executor, RecordJournal& journal, Clock& clock,
-                     int64_t demand_half_life_seconds)
+                     int64_t demand_half_life_seconds,
+                     std::shared_ptr<planner::ValueService> values)
     : registry_(registry),
       gpus_(gpus),
       policy_(policy),
       executor_(executor),
       journal_(journal),
       clock_(clock),
+      planner_(planner::PlannerOptions{std::move(values)}),
       demand_(demand_half_life_seconds) {}
 
 int64_t Allocator::NowTick() const {
@@ -192,9 +194,16 @@ StatusOr<Allocator::Reservation> Allocator::ReserveLocked(const AllocateRequest&
   }
   const int64_t tick = NowTick();
   for (const InstanceSpec& spec : request.instances) demand_.Observe(spec.profile, tick);
-  StatusOr<planner::Plan> p = planner_.MakePlan(BuildPlanInput(
-      registry_.instances(), registry_.foreign(), gpus_, request.instances, demand_.Weights(),
-      registry_.unhealthy_gpus()));
+  const planner::PlanInput input =
+      BuildPlanInput(registry_.instances(), registry_.foreign(), gpus_, request.instances,
+                     demand_.Weights(), registry_.unhealthy_gpus());
+  StatusOr<planner::Plan> p = planner_.MakePlan(input);
+  // An arrival for the value policy, placed or refused for want of space (a
+  // malformed request is not demand). Cheap: a solve it starts runs on the
+  // service's executor, not under this lock.
+  if (p.ok() || p.status().code() == StatusCode::kResourceExhausted) {
+    planner_.ObserveArrival(input, p.ok());
+  }
   if (!p.ok()) {
     ++registry_.counters().allocation_failures;
     return p.status();

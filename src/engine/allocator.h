@@ -15,6 +15,11 @@
 //
 // It owns the planner and the learned demand mix, both guarded by the
 // registry lock so that a plan and its reservations are one atomic step.
+// With a value service (ManagerOptions::values) every Allocate that reaches
+// the planner is reported to it as an arrival (Planner::ObserveArrival:
+// counts and at most a solve handed to the service's executor, never run
+// here), and the planner orders candidates by the last values solved (the
+// cost order until the first).
 //
 // Thread-safety: thread-safe. Takes the registry lock for planning and
 // bookkeeping only; NVML, record and observer calls run under GPU locks.
@@ -24,6 +29,7 @@
 #include <absl/base/thread_annotations.h>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -46,7 +52,8 @@ class Allocator {
  public:
   // Every reference must outlive the allocator.
   Allocator(Registry& registry, const GpuTable& gpus, const Policy& policy, Executor& executor,
-            RecordJournal& journal, Clock& clock, int64_t demand_half_life_seconds);
+            RecordJournal& journal, Clock& clock, int64_t demand_half_life_seconds,
+            std::shared_ptr<planner::ValueService> values = nullptr);
   Allocator(const Allocator&) = delete;
   Allocator& operator=(const Allocator&) = delete;
 

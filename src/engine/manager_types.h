@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -23,6 +24,7 @@
 #include "engine/instance_view.h"
 #include "mig/placement.h"
 #include "planner/planner.h"
+#include "planner/value_service.h"
 #include "store/instance_identity.h"
 #include "store/record.h"
 
@@ -66,6 +68,12 @@ struct ManagerOptions {
   // Optional listener (events, allocation outcomes, reclaims); not owned,
   // must outlive the Manager. See engine/events.h.
   EngineListener* listener = nullptr;
+  // The planner's value policy (planner/value_service.h); null: the cost
+  // order alone. Every Allocate that reaches the planner is an arrival it
+  // learns from (Plan dry runs and warm-pool top-ups are not); solves run on
+  // the service's executor, never on an Allocate. Shared: the caller starts
+  // and stops the service (ValueService::Start/Stop).
+  std::shared_ptr<planner::ValueService> values;
 };
 
 // One requested instance; see planner::InstanceRequest.

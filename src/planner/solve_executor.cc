@@ -4,16 +4,36 @@
 
 namespace migd::planner {
 
-BackgroundExecutor::BackgroundExecutor() : worker_([this] { Loop(); }) {}
+BackgroundExecutor::BackgroundExecutor(bool start) {
+  if (start) Start();
+}
 
-BackgroundExecutor::~BackgroundExecutor() {
+BackgroundExecutor::~BackgroundExecutor() { Stop(); }
+
+void BackgroundExecutor::Start() {
+  MutexLock life(&lifecycle_);
+  {
+    MutexLock l(&mu_);
+    if (started_ || stop_) return;
+    started_ = true;
+  }
+  worker_ = std::thread([this] { Loop(); });
+}
+
+void BackgroundExecutor::Stop() {
+  MutexLock life(&lifecycle_);
   {
     MutexLock l(&mu_);
     stop_ = true;
     queue_.clear();
   }
   cv_.SignalAll();
-  worker_.join();
+  if (worker_.joinable()) worker_.join();
+}
+
+bool BackgroundExecutor::running() {
+  MutexLock l(&mu_);
+  return started_ && !stop_;
 }
 
 void BackgroundExecutor::Submit(std::function<void()> task) {
@@ -42,7 +62,14 @@ void BackgroundExecutor::Loop() {
 
 void ManualExecutor::Submit(std::function<void()> task) {
   MutexLock l(&mu_);
+  if (stopped_) return;
   queue_.push_back(std::move(task));
+}
+
+void ManualExecutor::Stop() {
+  MutexLock l(&mu_);
+  stopped_ = true;
+  queue_.clear();
 }
 
 size_t ManualExecutor::RunPending() {

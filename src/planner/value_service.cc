@@ -80,6 +80,10 @@ ValueService::ValueService(ValueOptions options, std::unique_ptr<SolveExecutor> 
 
 ValueService::~ValueService() { executor_.reset(); }
 
+void ValueService::Start() { executor_->Start(); }
+
+void ValueService::Stop() { executor_->Stop(); }
+
 void ValueService::ObserveArrival(const PlanInput& input, bool placed) {
   MutexLock l(&mu_);
   const double decay =

@@ -109,6 +109,13 @@ class ValueService {
   // including those profiles is started and nullptr returned.
   std::shared_ptr<const ValueTable> Values(const mig::GpuModel& model, uint32_t needed);
 
+  // Starts / stops the executor (SolveExecutor::Start/Stop): the daemon
+  // starts it after the engine is up and stops it before the engine goes.
+  // After Stop() the last tables keep serving and no solve runs again.
+  // Idempotent; must not be called from a solve.
+  void Start();
+  void Stop();
+
   const ValueOptions& options() const { return options_; }
   DemandEstimate estimate() const;
   ValueServiceCounters counters() const;

@@ -180,6 +180,52 @@ TEST(SolveExecutorTest, BackgroundRunsTasksInOrderOnItsThread) {
   EXPECT_EQ(ran, (std::vector<int>{0, 1, 2, 3, 4}));
 }
 
+// Not started: tasks wait (no thread exists); Start runs them; after Stop
+// every task is dropped.
+TEST(SolveExecutorTest, BackgroundStartsWhenToldAndDropsTasksAfterStop) {
+  Mutex mu;
+  CondVar cv;
+  int ran = 0;  // guarded by mu
+  auto task = [&] {
+    MutexLock l(&mu);
+    ++ran;
+    cv.SignalAll();
+  };
+  BackgroundExecutor e(/*start=*/false);
+  e.Submit(task);
+  e.Submit(task);
+  EXPECT_FALSE(e.running());
+  {
+    MutexLock l(&mu);
+    EXPECT_EQ(ran, 0);
+  }
+  e.Start();
+  e.Start();  // idempotent
+  EXPECT_TRUE(e.running());
+  {
+    MutexLock l(&mu);
+    cv.Wait(&mu, [&] { return ran == 2; });
+  }
+  e.Stop();
+  EXPECT_FALSE(e.running());
+  e.Submit(task);
+  e.Start();  // no restart after Stop
+  e.Stop();
+  MutexLock l(&mu);
+  EXPECT_EQ(ran, 2);
+}
+
+TEST(SolveExecutorTest, ManualDropsTasksAfterStop) {
+  ManualExecutor e;
+  int n = 0;
+  e.Submit([&] { ++n; });
+  e.Stop();
+  e.Submit([&] { ++n; });
+  EXPECT_EQ(e.pending(), 0u);
+  EXPECT_EQ(e.RunPending(), 0u);
+  EXPECT_EQ(n, 0);
+}
+
 TEST(SolveExecutorTest, ManualRunsWhatTasksSubmitToo) {
   ManualExecutor e;
   int n = 0;

@@ -198,9 +198,9 @@ void CommandLine::AddPlan() {
                         "Instances, e.g. '3g.40gb,1g.10gb' or 'gpu1/3g.40gb@4:4'");
   plan_cmd_->add_option("--policy", offline_plan_.policy,
                         "Offline: value (default; values solved for the file's demand) or "
-                        "cost-order");
+                        "cost (the cost order), as planner.policy");
   plan_cmd_->add_option("--objective", offline_plan_.objective,
-                        "Offline, value policy: count or slice (slice-weighted acceptance)");
+                        "Offline, value policy: count or slices (slice-weighted acceptance)");
   plan_cmd_->add_option("--load", offline_plan_.load,
                         "Offline, value policy: offered load per GPU the values assume (0.9)");
   plan_cmd_->add_option("instances", plan_items_, "Instances, as for allocate");

@@ -119,11 +119,11 @@ StatusOr<planner::PlanInput> LoadInput(const PlanOptions& options, std::ostream&
 
 // A planner with the value policy, its values solved here for the file's
 // demand at --load (a synchronous solve: this is a one-shot command); the
-// cost order alone without a demand or with --policy cost-order.
+// cost order alone without a demand or with --policy cost.
 StatusOr<std::unique_ptr<planner::Planner>> MakePlanner(const PlanOptions& options,
                                                         const planner::PlanInput& input) {
-  if (options.policy != "value" && options.policy != "cost-order") {
-    return InvalidArgumentError("--policy: want value or cost-order, got '" + options.policy + "'");
+  if (options.policy != "value" && options.policy != "cost") {
+    return InvalidArgumentError("--policy: want value or cost, got '" + options.policy + "'");
   }
   if (!(options.load > 0 && options.load < 100)) {
     return InvalidArgumentError("--load: want an offered load per GPU in (0, 100)");

@@ -33,8 +33,8 @@ struct PlanOptions {
   std::string layout_file;          // required
   std::string request;              // overrides the file's "request" when not empty
   std::string output = "table";     // table | json
-  std::string policy = "value";     // value | cost-order
-  std::string objective = "count";  // count | slice (value policy)
+  std::string policy = "value";     // value | cost (as planner.policy)
+  std::string objective = "count";  // count | slices (value policy)
   double load = 0.9;                // offered load per GPU the values assume
 };
 

@@ -131,7 +131,7 @@ TEST_F(PlanCommandTest, CostOrderWithoutDemandOrWhenAskedFor) {
   EXPECT_THAT(out_.str(), HasSubstr("cost order"));
   EXPECT_THAT(out_.str(), HasSubstr("of a GPU's options"));
   WriteFileOrDie(path_, kWithDemand);
-  PlanOptions o{.layout_file = path_, .request = "1g.10gb", .policy = "cost-order"};
+  PlanOptions o{.layout_file = path_, .request = "1g.10gb", .policy = "cost"};
   out_.str("");
   ASSERT_EQ(RunPlan(o, out_, err_), kExitOk) << err_.str();
   EXPECT_THAT(out_.str(), HasSubstr("cost order"));

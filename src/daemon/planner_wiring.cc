@@ -10,14 +10,12 @@ namespace migd::daemon {
 
 StatusOr<planner::ValueOptions> ValueOptionsOf(const PlannerConfig& config) {
   planner::ValueOptions o;
-  if (config.objective == "count") {
-    o.objective = planner::Objective::kCount;
-  } else if (config.objective == "slices") {
-    o.objective = planner::Objective::kSliceWeighted;
-  } else {
+  StatusOr<planner::Objective> objective = planner::ParseObjective(config.objective);
+  if (!objective.ok()) {
     return InvalidArgumentError("planner.objective: \"" + config.objective +
                                 "\" is not a planner objective (use count or slices)");
   }
+  o.objective = *objective;
   double drift = 0;
   if (!absl::SimpleAtod(config.drift_threshold, &drift) || !std::isfinite(drift) ||
       drift < 0.01 || drift > 1) {

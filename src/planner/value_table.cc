@@ -35,13 +35,13 @@ double Reward(const mig::GpuModel& m, Objective o, size_t profile) {
 
 }  // namespace
 
-std::string_view ObjectiveName(Objective o) { return o == Objective::kCount ? "count" : "slice"; }
+std::string_view ObjectiveName(Objective o) { return o == Objective::kCount ? "count" : "slices"; }
 
 StatusOr<Objective> ParseObjective(std::string_view name) {
   if (name == "count") return Objective::kCount;
-  if (name == "slice") return Objective::kSliceWeighted;
+  if (name == "slices") return Objective::kSliceWeighted;
   return InvalidArgumentError("unknown objective '" + std::string(name) +
-                              "' (want count or slice)");
+                              "' (want count or slices)");
 }
 
 StatusOr<std::shared_ptr<const ValueTable>> ValueTable::Solve(const mig::GpuModel& model,

@@ -42,7 +42,7 @@ enum class Objective {
   kCount,          // accepted requests / offered requests
   kSliceWeighted,  // accepted compute-slice time / offered compute-slice time
 };
-std::string_view ObjectiveName(Objective o);  // "count", "slice"
+std::string_view ObjectiveName(Objective o);  // "count", "slices" (planner.objective, migctl plan --objective)
 StatusOr<Objective> ParseObjective(std::string_view name);
 
 // Value losses are integers: kValueScale per unit of reward.

@@ -185,8 +185,8 @@ TEST(ValueTableTest, Errors) {
 
 TEST(ObjectiveTest, NamesRoundTrip) {
   EXPECT_EQ(ObjectiveName(Objective::kCount), "count");
-  EXPECT_EQ(ObjectiveName(Objective::kSliceWeighted), "slice");
-  EXPECT_EQ(*ParseObjective("slice"), Objective::kSliceWeighted);
+  EXPECT_EQ(ObjectiveName(Objective::kSliceWeighted), "slices");
+  EXPECT_EQ(*ParseObjective("slices"), Objective::kSliceWeighted);
   EXPECT_THAT(ParseObjective("area"),
               StatusIs(StatusCode::kInvalidArgument, HasSubstr("want count or slice")));
 }

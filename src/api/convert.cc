@@ -144,6 +144,8 @@ void ToProto(const engine::InstanceView& view, const std::string& cdi_device, v1
   out->set_request_id(view.request_id);
   out->set_last_used_unix_ms(view.last_used ? UnixMs(*view.last_used) : 0);
   out->set_cdi_device(cdi_device);
+  out->set_unhealthy(view.unhealthy);
+  out->set_health_reason(view.health_reason);
 }
 
 void ToProto(const engine::ForeignInstance& foreign, v1::ForeignInstance* out) {
@@ -165,6 +167,8 @@ void ToProto(const engine::GpuView& gpu, v1::Gpu* out) {
   out->set_minor(gpu.info.minor);
   out->set_mig_enabled(gpu.info.mig.supported && gpu.info.mig.current == driver::MigMode::kEnabled);
   out->set_memory_total_mib(gpu.info.memory_total_mib);
+  out->set_unhealthy(gpu.unhealthy);
+  out->set_health_reason(gpu.health_reason);
   if (gpu.model == nullptr) return;
   out->set_memory_slices(gpu.model->memory_slices);
   for (const mig::GiProfile& p : gpu.model->gi_profiles) {

@@ -267,6 +267,12 @@ TEST(ConvertTest, InstanceViewKeepsEveryField) {
   ToProto(v, "", &out);
   EXPECT_FALSE(out.has_owner());
   EXPECT_EQ(out.last_used_unix_ms(), 0);
+  EXPECT_FALSE(out.unhealthy());
+  v.unhealthy = true;
+  v.health_reason = "xid 94";
+  ToProto(v, "", &out);
+  EXPECT_TRUE(out.unhealthy());
+  EXPECT_EQ(out.health_reason(), "xid 94");
 }
 
 TEST(ConvertTest, GpuCarriesProfilesAndPlacementsOnlyWithMig) {
@@ -288,6 +294,8 @@ TEST(ConvertTest, GpuCarriesProfilesAndPlacementsOnlyWithMig) {
   EXPECT_TRUE(out.mig_enabled());
   EXPECT_EQ(out.memory_slices(), 8u);
   EXPECT_EQ(out.memory_total_mib(), 40960u);
+  EXPECT_FALSE(out.unhealthy());
+  EXPECT_EQ(out.health_reason(), "");
   ASSERT_EQ(out.profiles_size(), static_cast<int>(model->gi_profiles.size()));
   const v1::Profile& p0 = out.profiles(0);
   EXPECT_EQ(p0.name(), model->gi_profiles[0].name);
@@ -301,6 +309,12 @@ TEST(ConvertTest, GpuCarriesProfilesAndPlacementsOnlyWithMig) {
   EXPECT_FALSE(out.mig_enabled());
   EXPECT_EQ(out.profiles_size(), 0);
   EXPECT_EQ(out.memory_slices(), 0u);
+  g.unhealthy = true;
+  g.health_reason = "GPU 3: gpu lost";
+  out.Clear();
+  ToProto(g, &out);
+  EXPECT_TRUE(out.unhealthy());
+  EXPECT_EQ(out.health_reason(), "GPU 3: gpu lost");
 }
 
 TEST(ConvertTest, PlanNamesReusedAndReclaimedInstances) {
@@ -359,6 +373,23 @@ TEST(ConvertTest, EventCarriesTransitionAndReason) {
   EXPECT_EQ(out.to(), v1::INSTANCE_STATE_DESTROYED);
   EXPECT_EQ(out.instance().state(), v1::INSTANCE_STATE_DESTROYED);
   EXPECT_EQ(out.reason(), "destroy");
+}
+
+TEST(ConvertTest, AHealthMarkIsAWatchEventWithTheInstanceUnhealthy) {
+  engine::InstanceEvent e;
+  e.from = engine::InstanceState::kIdle;
+  e.to = engine::InstanceState::kIdle;
+  e.reason = engine::EventReason::kMarkedUnhealthy;
+  e.instance.state = engine::InstanceState::kIdle;
+  e.instance.unhealthy = true;
+  e.instance.health_reason = "xid 94";
+  v1::InstanceEvent out;
+  ToProto(e, "", &out);
+  EXPECT_EQ(out.from(), v1::INSTANCE_STATE_IDLE);
+  EXPECT_EQ(out.to(), v1::INSTANCE_STATE_IDLE);
+  EXPECT_EQ(out.reason(), "marked-unhealthy");
+  EXPECT_TRUE(out.instance().unhealthy());
+  EXPECT_EQ(out.instance().health_reason(), "xid 94");
 }
 
 }  // namespace

@@ -260,6 +260,8 @@ Block InstanceBlock(const migd::v1::Instance& inst, const RenderOptions& options
   b.kind = KindOf(inst.state());
   b.lines[0] = inst.profile();
   b.lines[1] = std::string(StateLabel(inst.state()));
+  // Marked by the health monitor: never handed out again (docs/health.md).
+  if (inst.unhealthy()) b.lines[1] += " UNHEALTHY";
   b.lines[2] = OwnerLabel(inst.owner());
   if (inst.state() == migd::v1::INSTANCE_STATE_IDLE && options.now_unix_ms > 0 &&
       inst.last_used_unix_ms() > 0) {
@@ -331,6 +333,10 @@ std::string RenderGpu(const migd::v1::Gpu& gpu, const migd::v1::ListResponse& li
   const uint32_t slices = gpu.memory_slices();
   out += "  MIG enabled  " + std::to_string(slices) + " slices  " +
          std::to_string(gpu.memory_total_mib()) + " MiB\n";
+  if (gpu.unhealthy()) {
+    out += "  UNHEALTHY: " + Printable(gpu.health_reason()) +
+           "; no new allocation on this GPU (docs/health.md)\n";
+  }
   if (slices == 0) return out + "  no memory-slice table reported for this GPU\n";
   const size_t usable =
       options.width > kMargin + 1 ? static_cast<size_t>(options.width) - kMargin - 1 : 0;

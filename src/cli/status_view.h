@@ -36,6 +36,8 @@
 //  - Instances whose placement is outside the slice table or overlaps an
 //    earlier block are not drawn in the row; they are listed under it
 //    ("not drawn: ...") so nothing migd reports is hidden.
+//  - A GPU the health monitor marked gets an "UNHEALTHY: <reason>" line under
+//    its header; an unhealthy instance's state label ends in " UNHEALTHY".
 //  - GPUs with MIG disabled get one line saying so and how to enable it.
 //  - Instances whose GPU index is not among ListResponse.gpus are listed
 //    after the GPUs ("instances on GPUs not listed:").

@@ -279,6 +279,23 @@ TEST(StatusViewTest, MigDisabledGpuHasNoRow) {
   EXPECT_THAT(out, HasSubstr("on 0 MIG-enabled GPUs"));
 }
 
+TEST(StatusViewTest, MarksUnhealthyGpusAndInstances) {
+  Node n;
+  migd::v1::Gpu* g = AddGpu(n.list, 0, true, 8);
+  g->set_unhealthy(true);
+  g->set_health_reason("GPU 0: gpu lost");
+  AddInstance(n.list, 0, 0, 4, "4g.20gb", migd::v1::INSTANCE_STATE_IDLE)->set_unhealthy(true);
+  AddInstance(n.list, 0, 4, 1, "1g.5gb", migd::v1::INSTANCE_STATE_IDLE);
+  const std::string out = RenderStatus(n.list, n.status, {.color = false, .width = 120});
+  EXPECT_THAT(out, HasSubstr("\n  UNHEALTHY: GPU 0: gpu lost; no new allocation on this GPU"));
+  const std::vector<std::string> lines = Lines(out);
+  const int state = Find(lines, "  |4g.20gb") + 1;
+  ASSERT_GT(state, 0);
+  EXPECT_THAT(lines[state], HasSubstr("|Idle UNHEALTHY"));
+  EXPECT_THAT(lines[state], HasSubstr("|Idle "));  // the healthy one
+  EXPECT_EQ(lines[state].find("UNHEALTHY"), lines[state].rfind("UNHEALTHY"));
+}
+
 TEST(StatusViewTest, NoGpus) {
   const std::string out = RenderStatus({}, {}, {.color = false, .width = 80});
   EXPECT_THAT(out, HasSubstr("migd ?  0 GPUs\n"));

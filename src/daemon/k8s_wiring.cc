@@ -22,6 +22,16 @@ void DeferredBackend::Set(k8s::AllocationBackend* backend) {
   NotifyDevicesChanged();  // the plugin sends the real list now
 }
 
+void HealthForwarder::Set(k8s::HamiBackend* backend) {
+  MutexLock lock(&mu_);
+  backend_ = backend;
+}
+
+void HealthForwarder::OnHealthChange(const engine::HealthChange& change) {
+  MutexLock lock(&mu_);
+  if (backend_ != nullptr) backend_->OnHealthChange(change);
+}
+
 k8s::AllocationBackend* DeferredBackend::Get() {
   MutexLock lock(&mu_);
   return backend_;

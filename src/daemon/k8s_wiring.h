@@ -16,8 +16,13 @@
 // backend; from then on every call is forwarded and the backend's
 // devices-changed notifications reach the plugin.
 //
+// HealthForwarder is the engine listener (added to the fan-out before the
+// Manager exists) that hands health changes to the HAMi backend once it
+// exists, so that the device plugin re-sends its list at once.
+//
 // Thread-safety: FailClosedOwnerSource as its inner source (recovery calls
 // it once). DeferredBackend is thread-safe; Set is called once.
+// HealthForwarder is thread-safe; Set(nullptr) before the backend goes.
 #ifndef MIGD_DAEMON_K8S_WIRING_H_
 #define MIGD_DAEMON_K8S_WIRING_H_
 
@@ -28,8 +33,10 @@
 
 #include "base/mutex.h"
 #include "base/status.h"
+#include "engine/events.h"
 #include "engine/owner_source.h"
 #include "k8s/allocation_backend.h"
+#include "k8s/apiserver/hami_backend.h"
 
 namespace migd::daemon {
 
@@ -60,6 +67,20 @@ class DeferredBackend final : public k8s::AllocationBackend {
   k8s::AllocationBackend* Get() ABSL_LOCKS_EXCLUDED(mu_);
   Mutex mu_;
   k8s::AllocationBackend* backend_ ABSL_GUARDED_BY(mu_) = nullptr;
+};
+
+class HealthForwarder final : public engine::EngineListener {
+ public:
+  // `backend` (may be null) must outlive the next Set.
+  void Set(k8s::HamiBackend* backend) ABSL_LOCKS_EXCLUDED(mu_);
+  void OnInstanceEvent(const engine::InstanceEvent&) override {}
+  void OnAllocation(const engine::AllocationOutcome&) override {}
+  void OnReclaim(engine::EventReason, const engine::InstanceView&) override {}
+  void OnHealthChange(const engine::HealthChange& change) override ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  Mutex mu_;
+  k8s::HamiBackend* backend_ ABSL_GUARDED_BY(mu_) = nullptr;
 };
 
 }  // namespace migd::daemon

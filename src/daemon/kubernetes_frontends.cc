@@ -19,6 +19,7 @@ MaybeFailure KubernetesFrontends::StartBeforeRecovery(const Config& config,
   }
   if (config.kubernetes.enabled) {
     if (MaybeFailure f = ServeDevicePlugin(config)) return f;
+    fanout->Add(&health_forwarder_);
   }
   if (config.dra.enabled) {
     const DraConfig& d = config.dra;
@@ -130,6 +131,7 @@ MaybeFailure KubernetesFrontends::StartAfterRecovery(const Config& config,
   hopts.node_lock_expiry = config.kubernetes.node_lock_expiry;
   hami_backend_ = std::make_unique<k8s::HamiBackend>(kube_.get(), manager, &Clock::Real(), hopts);
   deferred_backend_.Set(hami_backend_.get());
+  health_forwarder_.Set(hami_backend_.get());
   // Publishes hami.io/node-nvidia-register once, then releases the
   // instances of ended pods and re-publishes periodically.
   pod_watcher_ = std::make_unique<k8s::PodWatcher>(hami_backend_.get(), k8s::PodWatcherOptions{});
@@ -143,6 +145,7 @@ void KubernetesFrontends::Stop() {
   if (pod_watcher_) pod_watcher_->Stop();
   device_plugin_.reset();
   pod_watcher_.reset();
+  health_forwarder_.Set(nullptr);
   hami_backend_.reset();
 }
 

@@ -83,6 +83,7 @@ class KubernetesFrontends {
   std::unique_ptr<k8s::PodResourcesClient> pod_resources_;
   std::unique_ptr<engine::OwnerSource> owners_;
   DeferredBackend deferred_backend_;  // outlives the plugin that calls it
+  HealthForwarder health_forwarder_;  // in the fan-out: outlives the Manager's calls
   std::unique_ptr<k8s::DevicePluginServer> device_plugin_;
   std::unique_ptr<k8s::HamiBackend> hami_backend_;
   std::unique_ptr<k8s::PodWatcher> pod_watcher_;

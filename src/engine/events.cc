@@ -29,6 +29,7 @@ std::string_view EventReasonName(EventReason reason) {
     case EventReason::kWarmPool:
       return "warm-pool";
     case EventReason::kUnhealthy: return "unhealthy";
+    case EventReason::kMarkedUnhealthy: return "marked-unhealthy";
     case EventReason::kRecovery:
       return "recovery";
   }

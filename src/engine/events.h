@@ -5,12 +5,19 @@
 //   OnInstanceEvent  every state change of a tracked instance (one per
 //                    transition, in order), plus kNone -> state for instances
 //                    loaded by recovery (reason "recovery") and state -> kNone
-//                    when an instance leaves the registry (reason "destroy").
+//                    when an instance leaves the registry (reason "destroy"),
+//                    and state -> same state (reason "marked-unhealthy") when
+//                    the health monitor marks an instance.
 //   OnAllocation     once per Allocate call, after it returns.
 //   OnReclaim        once per destroyed Idle instance, by why it was chosen.
+//   OnGpuEvent       every GPU event the health monitor handled (ignored
+//                    Xids included), with the action taken (HealthActionName).
+//   OnHealthChange   a GPU or instances newly marked unhealthy (one call per
+//                    event that marked anything), so that front ends (device
+//                    plugin, HAMi annotation, Watch) learn at once.
 //
 // Thread-safety: implementations must be thread-safe and must not call back
-// into the Manager. OnInstanceEvent is called with the Manager's registry lock
+// into the Manager. OnInstanceEvent, OnGpuEvent and OnHealthChange are called with the Manager's registry lock
 // held (that is what keeps events in transition order): it must only copy the
 // event into its own queue and return.
 #ifndef MIGD_ENGINE_EVENTS_H_
@@ -24,6 +31,7 @@
 
 #include "base/clock.h"
 #include "base/status.h"
+#include "driver/gpu_events.h"
 #include "engine/instance_state.h"
 #include "engine/instance_view.h"
 
@@ -46,11 +54,12 @@ enum class EventReason {
   kWarmPool,         // created Idle for the warm pool
   kRecovery,         // loaded at startup
   kUnhealthy,        // Idle -> Reclaiming: the health monitor marked it
+  kMarkedUnhealthy,  // state -> same state: the health monitor just marked it
 };
 
 // "allocate", "release", "reclaim-pressure", "reclaim-ttl", "reclaim-cap",
 // "reclaim-operator", "rollback", "destroy", "destroy-failed", "error-retry",
-// "drift", "warm-pool", "recovery", "unhealthy".
+// "drift", "warm-pool", "recovery", "unhealthy", "marked-unhealthy".
 std::string_view EventReasonName(EventReason reason);
 
 struct InstanceEvent {
@@ -82,6 +91,16 @@ struct AllocationOutcome {
   std::chrono::nanoseconds duration{0};
 };
 
+// What one health event changed (engine/engine_health.h).
+struct HealthChange {
+  Clock::TimePoint time{};  // wall clock (Clock::Now)
+  GpuIndex gpu;
+  bool gpu_unhealthy = false;  // the GPU itself was marked (GPU lost, unattributed Xid)
+  std::string reason;          // as in GpuView / InstanceView health_reason
+  // Instances newly marked unhealthy by this event (after the change).
+  std::vector<InstanceView> instances;
+};
+
 class EngineListener {
  public:
   virtual ~EngineListener() = default;
@@ -89,6 +108,12 @@ class EngineListener {
   virtual void OnAllocation(const AllocationOutcome& outcome) = 0;
   // `reason` is one of the kReclaim* reasons.
   virtual void OnReclaim(EventReason reason, const InstanceView& instance) = 0;
+  // `action` is a HealthActionName (engine/health_monitor.h).
+  virtual void OnGpuEvent(const driver::GpuEvent& event, std::string_view action) {
+    (void)event;
+    (void)action;
+  }
+  virtual void OnHealthChange(const HealthChange& change) { (void)change; }
 };
 
 // Forwards every call to each added listener, in the order added. Add all
@@ -104,6 +129,12 @@ class ListenerFanout final : public EngineListener {
   }
   void OnReclaim(EventReason reason, const InstanceView& instance) override {
     for (EngineListener* l : listeners_) l->OnReclaim(reason, instance);
+  }
+  void OnGpuEvent(const driver::GpuEvent& event, std::string_view action) override {
+    for (EngineListener* l : listeners_) l->OnGpuEvent(event, action);
+  }
+  void OnHealthChange(const HealthChange& change) override {
+    for (EngineListener* l : listeners_) l->OnHealthChange(change);
   }
 
  private:

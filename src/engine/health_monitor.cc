@@ -126,6 +126,7 @@ void HealthMonitor::Handle(const GpuEvent& event) {
       break;
     case HealthAction::kDriftCheck: sink_.OnMigConfigChange(event.gpu); break;
   }
+  sink_.OnEvent(event, action);
   MutexLock lock(&mu_);
   ++counters_.events;
   if (action == HealthAction::kIgnore) ++counters_.ignored;

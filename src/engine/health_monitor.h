@@ -40,6 +40,8 @@
 
 namespace migd::engine {
 
+enum class HealthAction { kIgnore, kInstanceUnhealthy, kGpuUnhealthy, kDriftCheck };
+
 // Where the monitor's decisions go (the Manager's health state).
 class HealthSink {
  public:
@@ -51,6 +53,11 @@ class HealthSink {
   virtual void MarkGpuUnhealthy(GpuIndex gpu, const std::string& reason) = 0;
   // Another NVML client (or migd) changed the GPU's MIG layout.
   virtual void OnMigConfigChange(GpuIndex gpu) = 0;
+  // Every event handled (ignored ones included), after its action's call.
+  virtual void OnEvent(const driver::GpuEvent& event, HealthAction action) {
+    (void)event;
+    (void)action;
+  }
 };
 
 struct HealthOptions {
@@ -66,8 +73,6 @@ struct HealthOptions {
   // After a Wait error, before the next Wait.
   std::chrono::milliseconds error_backoff{1000};
 };
-
-enum class HealthAction { kIgnore, kInstanceUnhealthy, kGpuUnhealthy, kDriftCheck };
 
 // "ignored", "instance-unhealthy", "gpu-unhealthy", "drift-check".
 std::string_view HealthActionName(HealthAction action);

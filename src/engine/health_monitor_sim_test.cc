@@ -4,6 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -33,13 +35,22 @@ class CountingSink : public HealthSink {
     MutexLock lock(&mu_);
     return calls_;
   }
+  // Blocks until a call equal to `call` was made.
+  void WaitFor(const std::string& call) const {
+    MutexLock lock(&mu_);
+    cv_.Wait(&mu_, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return std::find(calls_.begin(), calls_.end(), call) != calls_.end();
+    });
+  }
 
  private:
   void Add(std::string s) {
     MutexLock lock(&mu_);
     calls_.push_back(std::move(s));
+    cv_.SignalAll();
   }
   mutable Mutex mu_;
+  mutable CondVar cv_;
   std::vector<std::string> calls_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -4,6 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "base/mutex.h"
+#include "engine/events.h"
 #include "engine/health_monitor.h"
 #include "engine/manager.h"
 #include "engine/manager_testing.h"
@@ -16,10 +18,57 @@ using ::migd::engine::testing::LiveLayout;
 using ::migd::engine::testing::OpaqueReq;
 using ::migd::engine::testing::Spec;
 using ::migd::testing::StatusIs;
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+
+// Records health changes and GPU events as compact strings.
+class HealthListener final : public EngineListener {
+ public:
+  void OnInstanceEvent(const InstanceEvent& e) override {
+    if (e.reason != EventReason::kMarkedUnhealthy) return;
+    MutexLock lock(&mu_);
+    marks_.push_back(std::string(InstanceStateName(e.from)) + ">" +
+                     std::string(InstanceStateName(e.to)) + ":" + e.instance.profile +
+                     (e.instance.unhealthy ? "!" : "?"));
+  }
+  std::vector<std::string> marks() {
+    MutexLock lock(&mu_);
+    return marks_;
+  }
+  void OnAllocation(const AllocationOutcome&) override {}
+  void OnReclaim(EventReason, const InstanceView&) override {}
+  void OnGpuEvent(const driver::GpuEvent& e, std::string_view action) override {
+    MutexLock lock(&mu_);
+    gpu_events_.push_back(driver::DescribeGpuEvent(e) + ": " + std::string(action));
+  }
+  void OnHealthChange(const HealthChange& c) override {
+    MutexLock lock(&mu_);
+    std::string s = "gpu " + std::to_string(c.gpu.value()) + (c.gpu_unhealthy ? " unhealthy" : "");
+    for (const InstanceView& v : c.instances) {
+      s += " " + v.profile + (v.unhealthy ? "!" : "?") + "(" + v.health_reason + ")";
+    }
+    changes_.push_back(s);
+  }
+  std::vector<std::string> changes() {
+    MutexLock lock(&mu_);
+    return changes_;
+  }
+  std::vector<std::string> gpu_events() {
+    MutexLock lock(&mu_);
+    return gpu_events_;
+  }
+
+ private:
+  Mutex mu_;
+  std::vector<std::string> changes_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> gpu_events_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> marks_ ABSL_GUARDED_BY(mu_);
+};
 
 class HealthRulesTest : public testing::FakeHardwareTest {
  protected:
+  HealthRulesTest() { opts_.listener = &listener_; }
+  HealthListener listener_;
   // Allocates one 1g.5gb on `gpu` as request `id`.
   InstanceView One(const std::string& id, std::optional<uint32_t> gpu = 0) {
     StatusOr<Allocation> a = mgr_->Allocate(OpaqueReq(id, {Spec("1g.5gb", gpu)}));
@@ -133,6 +182,53 @@ TEST_F(HealthRulesTest, InjectedXidsReachTheEngineThroughTheMonitor) {
   ENGINE_ASSERT_OK(mgr_->Release("r1"));
   EXPECT_EQ(Get(v.mig_uuid).state, InstanceState::kNone);
   Consistent();
+}
+
+
+TEST_F(HealthRulesTest, ANewMarkIsAnnouncedOnceWithTheInstancesItMarked) {
+  Machine("a100-40gb:2");
+  Start();
+  const InstanceView v = One("r1", 1);
+  MarkInstance(v, 94);
+  MarkInstance(v, 95);  // already unhealthy: nothing new
+  mgr_->health_sink().MarkGpuUnhealthy(GpuIndex(0), "GPU 0: lost");
+  mgr_->health_sink().MarkGpuUnhealthy(GpuIndex(0), "GPU 0: lost");
+  EXPECT_THAT(listener_.changes(),
+              ElementsAre("gpu 1 1g.5gb!(xid 94)", "gpu 0 unhealthy"));
+  // Watch and metrics hear one marked-unhealthy event per marked instance.
+  EXPECT_THAT(listener_.marks(), ElementsAre("Active>Active:1g.5gb!"));
+}
+
+TEST_F(HealthRulesTest, MarkingAGpuAnnouncesItsInstancesAndGpusShowsIt) {
+  Machine("a100-40gb:2");
+  Start();
+  One("r1", 0);
+  mgr_->health_sink().MarkGpuUnhealthy(GpuIndex(0), "GPU 0: xid 79");
+  EXPECT_THAT(listener_.changes(),
+              ElementsAre("gpu 0 unhealthy 1g.5gb!(GPU unhealthy: GPU 0: xid 79)"));
+  std::vector<GpuView> gpus = mgr_->Gpus();
+  ASSERT_EQ(gpus.size(), 2u);
+  EXPECT_TRUE(gpus[0].unhealthy);
+  EXPECT_EQ(gpus[0].health_reason, "GPU 0: xid 79");
+  EXPECT_FALSE(gpus[1].unhealthy);
+  EXPECT_TRUE(mgr_->List().instances[0].unhealthy);
+}
+
+TEST_F(HealthRulesTest, EveryHandledEventReachesOnGpuEventWithItsAction) {
+  Machine("a100-40gb:1");
+  Start();
+  const InstanceView v = One("r1");
+  HealthOptions options;
+  options.wait = std::chrono::milliseconds(20);
+  MIGD_ASSERT_OK_AND_ASSIGN(auto monitor,
+                            HealthMonitor::Start(*fake_, {GpuIndex(0)}, options, mgr_->health_sink()));
+  ENGINE_ASSERT_OK(fake_->InjectEvents("xid=43@0,xid=94@0/" + std::to_string(v.gi_id.value())));
+  monitor->WaitForEvents(2);
+  monitor->Stop();
+  ASSERT_EQ(listener_.gpu_events().size(), 2u);
+  EXPECT_THAT(listener_.gpu_events()[0], HasSubstr("ignored"));
+  EXPECT_THAT(listener_.gpu_events()[1], HasSubstr("instance-unhealthy"));
+  EXPECT_THAT(listener_.changes(), ElementsAre("gpu 0 1g.5gb!(xid 94)"));
 }
 
 }  // namespace

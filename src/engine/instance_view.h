@@ -30,6 +30,9 @@ struct InstanceView : store::InstanceIdentity {
   store::Owner owner;
   std::string request_id;
   std::optional<Clock::TimePoint> last_used;
+  // Marked by the health monitor (engine/engine_health.h): never reused.
+  bool unhealthy = false;
+  std::string health_reason;  // why; empty when healthy
 };
 
 // One GPU as found at startup. `model` is null when MIG is not enabled (no
@@ -38,6 +41,9 @@ struct InstanceView : store::InstanceIdentity {
 struct GpuView {
   driver::GpuInfo info;
   const mig::GpuModel* model = nullptr;  // owned by the Manager
+  // Marked by the health monitor: no new allocation on this GPU.
+  bool unhealthy = false;
+  std::string health_reason;  // why; empty when healthy
 };
 
 }  // namespace migd::engine

@@ -62,7 +62,7 @@ Manager::Manager(ManagerOptions options, driver::GpuDriver& driver, store::Recor
                                                *allocator_, *rediscovery_, driver, *journal_,
                                                observer_, clock, options_.reconcile_interval)),
       health_(std::make_unique<EngineHealth>(
-          *registry_, [this](GpuIndex gpu) {
+          *registry_, clock, options_.listener, [this](GpuIndex gpu) {
             // A MIG change: one reconciler pass now (its drift check).
             StatusOr<ReconcileReport> r = reconciler_->RunOnce();
             if (!r.ok()) {
@@ -143,7 +143,17 @@ ManagerSnapshot Manager::List() const {
   return registry_->Snapshot(*gpus_);
 }
 
-std::vector<GpuView> Manager::Gpus() const { return gpus_->Views(); }
+std::vector<GpuView> Manager::Gpus() const {
+  std::vector<GpuView> views = gpus_->Views();  // takes the GPU table's lock only
+  MutexLock lock(registry_->mu());
+  for (GpuView& v : views) {
+    auto it = registry_->unhealthy_gpus().find(v.info.index.value());
+    if (it == registry_->unhealthy_gpus().end()) continue;
+    v.unhealthy = true;
+    v.health_reason = it->second;
+  }
+  return views;
+}
 
 StatusOr<planner::Plan> Manager::Plan(const std::vector<InstanceSpec>& instances) const {
   return allocator_->Plan(instances);

@@ -72,6 +72,10 @@ void Registry::RemoveFromAllocation(const std::string& id, const store::RecordKe
   if (keys.empty()) allocations_.erase(it);
 }
 
+void Registry::AnnounceMark(const TrackedInstance& inst) {
+  Publish(inst.state, inst, EventReason::kMarkedUnhealthy);
+}
+
 void Registry::Emit(InstanceState from, const TrackedInstance& inst, EventReason reason) {
   const store::InstanceIdentity& id = inst.id;
   spdlog::info("instance {} -> {}{}", InstanceStateName(from), InstanceStateName(inst.state),
@@ -86,6 +90,10 @@ void Registry::Emit(InstanceState from, const TrackedInstance& inst, EventReason
                    .Add("placement", id.placement)
                    .Add("owner", OwnerLabel(inst.owner))
                    .Add("request", inst.request_id.empty() ? "-" : inst.request_id));
+  Publish(from, inst, reason);
+}
+
+void Registry::Publish(InstanceState from, const TrackedInstance& inst, EventReason reason) {
   if (listener_ == nullptr) return;
   InstanceEvent e;
   e.sequence = ++event_seq_;

@@ -62,6 +62,10 @@ class Registry {
   // Adds `instance` in the state it has (a load, not a transition: recovery
   // and rediscovery) and announces it as (none) -> state with `reason`.
   void Load(const TrackedInstance& instance, EventReason reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Announces that `instance` was just marked unhealthy: one InstanceEvent
+  // state -> same state, reason kMarkedUnhealthy (no log line: the health
+  // monitor logs the event).
+  void AnnounceMark(const TrackedInstance& instance) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Removes `instance` (already transitioned to kNone).
   void Erase(const store::RecordKey& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
@@ -90,6 +94,9 @@ class Registry {
 
  private:
   void Emit(InstanceState from, const TrackedInstance& instance, EventReason reason)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Emit without the log line.
+  void Publish(InstanceState from, const TrackedInstance& instance, EventReason reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   Clock& clock_;

@@ -50,6 +50,8 @@ InstanceView ViewOf(const TrackedInstance& instance) {
   v.owner = instance.owner;
   v.request_id = instance.request_id;
   v.last_used = instance.last_used;
+  v.unhealthy = instance.unhealthy;
+  v.health_reason = instance.health_reason;
   return v;
 }
 

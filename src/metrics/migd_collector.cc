@@ -66,6 +66,8 @@ constexpr std::string_view kReconcileRuns = "migd_reconcile_runs_total";
 constexpr std::string_view kReconcileErrors = "migd_reconcile_errors_total";
 constexpr std::string_view kDrift = "migd_drift_events_total";
 constexpr std::string_view kEngineOps = "migd_engine_operations_total";
+constexpr std::string_view kGpuUnhealthy = "migd_gpu_unhealthy";
+constexpr std::string_view kUnhealthyInstances = "migd_unhealthy_instances";
 constexpr std::string_view kBuildInfo = "migd_build_info";
 constexpr std::string_view kHamiNodeInfo = "hami_node_gpu_mig_instance_info";
 constexpr std::string_view kHamiDeviceInfo = "hami_mig_device_info";
@@ -125,6 +127,14 @@ std::vector<CollectedFamily> CollectedFamilies() {
        "rollback, error_cleaned, warm_create).",
        MetricType::kCounter,
        {"operation"}},
+      {std::string(kGpuUnhealthy),
+       "1 when the health monitor marked the GPU unhealthy (no new allocation), else 0.",
+       MetricType::kGauge,
+       {"gpu"}},
+      {std::string(kUnhealthyInstances),
+       "Tracked instances marked unhealthy (never reused; destroyed on release).",
+       MetricType::kGauge,
+       {"gpu"}},
       {std::string(kBuildInfo),
        "Build of this migd (always 1).",
        MetricType::kGauge,
@@ -175,6 +185,20 @@ void AddGpus(CollectSink& sink, const engine::ManagerSnapshot& snapshot,
     sink.Add(kMemorySlices, {gpu}, cap.memory_slices);
     sink.Add(kFreeSlices, {gpu}, cap.free_slices);
     sink.Add(kFragmentation, {gpu}, cap.fragmentation);
+  }
+}
+
+// Every GPU gets both health series, zeros included.
+void AddHealth(CollectSink& sink, const engine::ManagerSnapshot& snapshot,
+               const std::vector<engine::GpuView>& gpus) {
+  std::map<uint32_t, uint32_t> unhealthy;
+  for (const engine::InstanceView& v : snapshot.instances) {
+    if (v.unhealthy) ++unhealthy[v.gpu.value()];
+  }
+  for (const engine::GpuView& g : gpus) {
+    const std::string gpu = std::to_string(g.info.index.value());
+    sink.Add(kGpuUnhealthy, {gpu}, g.unhealthy ? 1 : 0);
+    sink.Add(kUnhealthyInstances, {gpu}, unhealthy[g.info.index.value()]);
   }
 }
 
@@ -282,6 +306,11 @@ Status MigdMetrics::Register() {
                             "Instance state changes (lower-case states; none = not an "
                             "instance) by reason.",
                             {"from", "to", "reason"}));
+  MIGD_ASSIGN_OR_RETURN(xid_events_,
+                        registry_->AddCounter("migd_xid_events_total",
+                                              "Xid events the health monitor received (ignored "
+                                              "ones included), by GPU index and Xid.",
+                                              {"gpu", "xid"}));
   // Series that should read 0 before their first event, so that rate() and
   // alerts see them from the start.
   for (const char* path : {"reuse", "create", "reclaim_create", "replay"}) {
@@ -321,13 +350,20 @@ void MigdMetrics::OnReclaim(engine::EventReason reason, const engine::InstanceVi
   reclaims_->WithLabels({std::string(label)}).Inc();
 }
 
+void MigdMetrics::OnGpuEvent(const driver::GpuEvent& event, std::string_view) {
+  if (event.kind != driver::GpuEventKind::kXid) return;
+  xid_events_->WithLabels({std::to_string(event.gpu.value()), std::to_string(event.xid)}).Inc();
+}
+
 void MigdMetrics::Collect(CollectSink& sink) const {
   CollectProcess(sink);
   MutexLock lock(&manager_mu_);
   if (manager_ == nullptr) return;
   const engine::ManagerSnapshot snapshot = manager_->List();
   AddInstances(sink, snapshot);
-  AddGpus(sink, snapshot, manager_->Gpus());
+  const std::vector<engine::GpuView> gpus = manager_->Gpus();
+  AddGpus(sink, snapshot, gpus);
+  AddHealth(sink, snapshot, gpus);
   AddCounters(sink, manager_->counters());
   AddHamiSeries(sink, snapshot, options_.node_name);
 }

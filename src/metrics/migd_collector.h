@@ -3,10 +3,11 @@
 // MigdMetrics: every migd_* family of docs/metrics.md, in one Registry.
 //
 //   * as an engine::EngineListener it counts allocations (result, path),
-//     allocation latency (histogram by path), reclaims (reason) and instance
-//     transitions as the Manager reports them;
+//     allocation latency (histogram by path), reclaims (reason), instance
+//     transitions and Xid events (gpu, xid) as the Manager reports them;
 //   * at scrape time it reads what others own: Manager::List / Gpus /
-//     counters (instances by state, free slices and fragmentation through
+//     counters (instances by state, unhealthy GPUs and instances, free
+//     slices and fragmentation through
 //     engine::ComputeCapacity, reconcile runs and errors, drift events),
 //     the NVML call counters and the number of NVML sessions opened (through
 //     callbacks, so that tests inject them and FakeGpuDriver needs none), the
@@ -91,6 +92,7 @@ class MigdMetrics final : public engine::EngineListener {
   void OnInstanceEvent(const engine::InstanceEvent& event) override;
   void OnAllocation(const engine::AllocationOutcome& outcome) override;
   void OnReclaim(engine::EventReason reason, const engine::InstanceView& instance) override;
+  void OnGpuEvent(const driver::GpuEvent& event, std::string_view action) override;
 
  private:
   MigdMetrics(Registry* registry, MigdMetricsOptions options);
@@ -105,6 +107,7 @@ class MigdMetrics final : public engine::EngineListener {
   HistogramFamily* allocation_duration_ = nullptr;
   CounterFamily* reclaims_ = nullptr;
   CounterFamily* transitions_ = nullptr;
+  CounterFamily* xid_events_ = nullptr;
   // Held by a scrape while it reads the Manager, so that AttachManager waits
   // for it (the registry runs one scrape at a time).
   mutable Mutex manager_mu_;

@@ -23,6 +23,7 @@
 #include "cdi/publisher.h"
 #include "cdi/spec_writer.h"
 #include "engine/capacity.h"
+#include "engine/health_monitor.h"
 #include "engine/manager.h"
 #include "engine/manager_testing.h"
 #include "engine/owner_source.h"
@@ -302,6 +303,38 @@ TEST_F(MigdMetricsTest, ManagerReportsThroughListener) {
                    "migd_instance_transitions_total{from=\"active\",to=\"idle\","
                    "reason=\"release\"}"),
             2);
+}
+
+// Xid events (ignored ones too) are counted by GPU and Xid; unhealthy GPUs
+// and instances are gauges read at scrape time, zeros included.
+TEST_F(MigdMetricsTest, XidEventsAndHealthGauges) {
+  StartManager("a100-40gb:2", metrics_.get());
+  metrics_->AttachManager(mgr_.get());
+  MIGD_ASSERT_OK_AND_ASSIGN(engine::Allocation a, mgr_->Allocate(Req("r1", "2g.10gb", false)));
+  const engine::InstanceView& v = a.instances[0];
+  engine::HealthOptions options;
+  options.wait = std::chrono::milliseconds(20);
+  const uint32_t other = v.gpu.value() == 0 ? 1 : 0;
+  MIGD_ASSERT_OK_AND_ASSIGN(
+      auto monitor, engine::HealthMonitor::Start(*fake_, {GpuIndex(0), GpuIndex(1)}, options,
+                                                 mgr_->health_sink()));
+  const std::string g = std::to_string(v.gpu.value());
+  ASSERT_THAT(fake_->InjectEvents("xid=43@" + g + ",xid=43@" + g + ",xid=94@" + g + "/" +
+                                  std::to_string(v.gi_id.value()) + ",xid=79@" +
+                                  std::to_string(other)),
+              IsOk());
+  monitor->WaitForEvents(4);
+  monitor->Stop();
+  const std::string text = registry_.Expose();
+  EXPECT_EQ(Sample(text, "migd_xid_events_total{gpu=\"" + g + "\",xid=\"43\"}"), 2);
+  EXPECT_EQ(Sample(text, "migd_xid_events_total{gpu=\"" + g + "\",xid=\"94\"}"), 1);
+  EXPECT_EQ(Sample(text, "migd_xid_events_total{gpu=\"" + std::to_string(other) +
+                             "\",xid=\"79\"}"),
+            1);
+  EXPECT_EQ(Sample(text, "migd_gpu_unhealthy{gpu=\"" + g + "\"}"), 0);
+  EXPECT_EQ(Sample(text, "migd_gpu_unhealthy{gpu=\"" + std::to_string(other) + "\"}"), 1);
+  EXPECT_EQ(Sample(text, "migd_unhealthy_instances{gpu=\"" + g + "\"}"), 1);
+  EXPECT_EQ(Sample(text, "migd_unhealthy_instances{gpu=\"" + std::to_string(other) + "\"}"), 0);
 }
 
 // An instance created behind migd's back: drift counted, shown as foreign.

@@ -5,7 +5,12 @@
 // 11.4 header, for the R470 library) has no definition. Each one forwards to
 // its body (sim/nvml_sim_calls.h) through RunCall (sim/nvml_sim_session.h).
 // The library's behaviour is documented in docs/simulator.md.
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <vector>
 

@@ -65,10 +65,18 @@ std::vector<AdvertisedDevice> HamiBackend::Devices() {
     for (int i = 0; i < options_.device_split_count; ++i) {
       AdvertisedDevice d;
       d.id = PlaceholderId(g.info.uuid.value(), i);
+      d.healthy = !g.unhealthy;
       out.push_back(std::move(d));
     }
   }
   return out;
+}
+
+void HamiBackend::OnHealthChange(const engine::HealthChange& change) {
+  // A replica stands for its GPU's capacity, not for one instance: only a GPU
+  // mark changes Devices(). An unhealthy instance is never reused by the
+  // engine, so the GPU's other capacity stays on offer.
+  if (change.gpu_unhealthy) NotifyDevicesChanged();
 }
 
 std::set<int> HamiBackend::ServedContainers(const PodObject& pod) const {

@@ -5,7 +5,10 @@
 // with HAMi's scheduler (docs/kubernetes.md has the parity table):
 //
 //   Devices()          HAMi's placeholder replicas `<GPU-UUID>-<i>`
-//                      (placeholder_id.h) for every MIG GPU; stable.
+//                      (placeholder_id.h) for every MIG GPU; stable; all
+//                      Unhealthy on a GPU the health monitor marked.
+//   OnHealthChange     a GPU newly marked unhealthy: the device list changed
+//                      (the plugin sends it at once); cheap, never blocks.
 //   AllocateContainer  one kubelet container, serialised node-wide as HAMi's
 //                      applyMutex:
 //     1. the pod is the one the node lock names (BoundPodFinder: kUnavailable
@@ -97,6 +100,9 @@ class HamiBackend final : public AllocationBackend {
   StatusOr<std::vector<std::string>> PreferredAllocation(
       const std::vector<std::string>& available, const std::vector<std::string>& must_include,
       int size) override;
+
+  // engine::EngineListener::OnHealthChange's contract (registry lock held).
+  void OnHealthChange(const engine::HealthChange& change);
 
   StatusOr<ReleasePassResult> ReleaseEndedPods() ABSL_LOCKS_EXCLUDED(mu_);
   Status PublishNodeRegistration();

@@ -61,7 +61,11 @@ nlohmann::ordered_json NodeRegisterValue(const std::vector<engine::GpuView>& gpu
     d["type"] = DeviceType(g.info.name);
     d["mode"] = "mig";
     d["migProfiles"] = std::move(profiles);
-    d["health"] = true;
+    // DeviceInfo.Health (`json:"health,omitempty"`, HAMi pkg/device/devices.go):
+    // HAMi's own encoder drops a false one, its decoder reads a missing or a
+    // false key alike; migd writes it always, so an unhealthy GPU reads
+    // "health": false to a person too.
+    d["health"] = !g.unhealthy;
     arr.push_back(std::move(d));
   }
   return arr;

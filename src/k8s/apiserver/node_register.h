@@ -10,7 +10,8 @@
 //   migProfiles [{name, memoryMB, core = ceil(SM*100/fullSM), sliceCount,
 //   placements [{start, size}]}].
 // Go's `omitempty` drops zero index and numa; the scheduler decodes either.
-// A GPU without MIG or without a published profile is not listed.
+// A GPU without MIG or without a published profile is not listed. health is
+// false for a GPU the health monitor marked unhealthy (GpuView::unhealthy).
 // Published profiles: base variants only (HAMi names no +me/REV profile),
 // restricted to `allowlist` (names or aliases) when it is not empty.
 //

@@ -45,6 +45,7 @@ class HamiBackendFixture : public ::testing::Test {
     MIGD_ASSERT_OK_AND_ASSIGN(store_, store::RecordStore::Open(dir_.Join("state"), clock_, so));
     engine::ManagerOptions mo;
     mo.boot_id = "boot-1";
+    mo.listener = listener_;
     MIGD_ASSERT_OK_AND_ASSIGN(mgr_, engine::Manager::Create(mo, *fake_, *store_, clock_, owners_));
     for (const engine::GpuView& g : mgr_->Gpus()) gpu_uuids_.push_back(g.info.uuid.value());
     MakeBackend();
@@ -103,6 +104,7 @@ class HamiBackendFixture : public ::testing::Test {
   }
 
   std::string gpus_ = "a100-40gb:1";  // a derived fixture may change it before SetUp
+  engine::EngineListener* listener_ = nullptr;  // the Manager's; likewise
   migd::testing::TempDir dir_;
   FakeClock clock_;
   FakeApiServer api_;

@@ -38,6 +38,7 @@
 #include "driver/nvml/nvml_driver.h"
 #include "engine/cdi_observer.h"
 #include "engine/events.h"
+#include "engine/health_monitor.h"
 #include "engine/manager.h"
 #include "metrics/http_server.h"
 #include "metrics/migd_collector.h"
@@ -86,6 +87,8 @@ class Daemon {
   MaybeFailure SetUpMetrics();
   MaybeFailure SetUpEngine();
   MaybeFailure SetUpServers(int* metrics_port);
+  // WIP: the one GpuEventWatch owner of the process (engine/health_monitor.h).
+  void StartHealthMonitor();
   void Reload();
   void LogReady(int metrics_port);
 
@@ -109,6 +112,8 @@ class Daemon {
   engine::ListenerFanout fanout_;
   KubernetesFrontends kubernetes_;  // its owner source outlives the Manager
   std::unique_ptr<engine::Manager> manager_;
+  // Stopped in Teardown before the Manager and the driver (its session) go.
+  std::unique_ptr<engine::HealthMonitor> health_;
   std::unique_ptr<api::MigManagerService> service_;
   std::unique_ptr<api::ApiServer> api_server_;
   std::unique_ptr<metrics::MetricsHttpServer> metrics_server_;
@@ -139,6 +144,7 @@ MaybeFailure Daemon::Setup() {
   int metrics_port = 0;
   if (MaybeFailure f = SetUpServers(&metrics_port)) return f;
   manager_->StartReconciler();
+  StartHealthMonitor();
   sd_notify(0, "READY=1\nSTATUS=serving");
   LogReady(metrics_port);
   return std::nullopt;
@@ -435,6 +441,22 @@ void Daemon::Run() {
   spdlog::info("shutting down{}", Fields().Add("signal", signal));
 }
 
+// WIP: without an event API (or with health disabled) migd runs without
+// health monitoring, said once.
+void Daemon::StartHealthMonitor() {
+  std::vector<GpuIndex> gpus;
+  for (const engine::GpuView& g : manager_->Gpus()) {
+    if (g.model != nullptr) gpus.push_back(g.info.index);
+  }
+  StatusOr<std::unique_ptr<engine::HealthMonitor>> m =
+      engine::HealthMonitor::Start(*driver_, gpus, engine::HealthOptions{}, manager_->health_sink());
+  if (!m.ok()) {
+    spdlog::warn("health: no GPU event monitoring: {}", m.status().ToString());
+    return;
+  }
+  health_ = std::move(m).value();
+}
+
 void Daemon::Teardown() {
   if (torn_down_) return;
   torn_down_ = true;
@@ -444,6 +466,8 @@ void Daemon::Teardown() {
   // kubelet's calls and the pod watcher use the Manager: stop them first.
   kubernetes_.Stop();
   if (metrics_server_) metrics_server_->Stop();
+  if (health_) health_->Stop();  // before the Manager (its sink) and nvmlShutdown
+  health_.reset();
   if (manager_) manager_->StopReconciler();
   if (metrics_) metrics_->AttachManager(nullptr);
   api_server_.reset();

@@ -87,7 +87,9 @@ class Daemon {
   MaybeFailure SetUpMetrics();
   MaybeFailure SetUpEngine();
   MaybeFailure SetUpServers(int* metrics_port);
-  // WIP: the one GpuEventWatch owner of the process (engine/health_monitor.h).
+  // The one GpuEventWatch owner of the process (engine/health_monitor.h),
+  // started inside the NVML session; a driver without an event API, or a
+  // failure to open the watch, is one warning and migd runs without it.
   void StartHealthMonitor();
   void Reload();
   void LogReady(int metrics_port);
@@ -441,17 +443,25 @@ void Daemon::Run() {
   spdlog::info("shutting down{}", Fields().Add("signal", signal));
 }
 
-// WIP: without an event API (or with health disabled) migd runs without
-// health monitoring, said once.
 void Daemon::StartHealthMonitor() {
+  if (!config_.health.enabled) {
+    spdlog::info("health: GPU event monitoring disabled (health.enabled: false)");
+    return;
+  }
   std::vector<GpuIndex> gpus;
   for (const engine::GpuView& g : manager_->Gpus()) {
     if (g.model != nullptr) gpus.push_back(g.info.index);
   }
+  engine::HealthOptions options;
+  options.ignored_xids.clear();
+  options.ignored_xids.insert(config_.health.ignored_xids.begin(),
+                              config_.health.ignored_xids.end());
   StatusOr<std::unique_ptr<engine::HealthMonitor>> m =
-      engine::HealthMonitor::Start(*driver_, gpus, engine::HealthOptions{}, manager_->health_sink());
+      engine::HealthMonitor::Start(*driver_, gpus, std::move(options), manager_->health_sink());
   if (!m.ok()) {
-    spdlog::warn("health: no GPU event monitoring: {}", m.status().ToString());
+    spdlog::warn("health: no GPU event monitoring (Xid errors and lost GPUs will not mark "
+                 "instances Unhealthy): {}",
+                 m.status().ToString());
     return;
   }
   health_ = std::move(m).value();

@@ -60,15 +60,11 @@ Manager::Manager(ManagerOptions options, driver::GpuDriver& driver, store::Recor
       reconciler_(std::make_unique<Reconciler>(*registry_, *gpus_, *policy_, *executor_,
                                                *allocator_, *rediscovery_, driver, *journal_,
                                                observer_, clock, options_.reconcile_interval)),
+      // A MIG change: a drift check of the GPU by the reconciler's next
+      // pass, at most one pending per GPU (no NVML call on the monitor's
+      // thread, nothing on the allocation path).
       health_(std::make_unique<EngineHealth>(
-          *registry_, [this](GpuIndex gpu) {
-            // A MIG change: one reconciler pass now (its drift check).
-            StatusOr<ReconcileReport> r = reconciler_->RunOnce();
-            if (!r.ok()) {
-              spdlog::warn("health: drift check after a MIG change on GPU {}: {}", gpu.value(),
-                           r.status().ToString());
-            }
-          })),
+          *registry_, [this](GpuIndex gpu) { reconciler_->RequestDriftCheck(gpu); })),
       clock_(clock) {}
 
 Manager::~Manager() { reconciler_->Stop(); }
@@ -151,6 +147,10 @@ StatusOr<planner::Plan> Manager::Plan(const std::vector<InstanceSpec>& instances
 StatusOr<ReconcileReport> Manager::ReconcileOnce() { return reconciler_->RunOnce(); }
 
 HealthSink& Manager::health_sink() { return *health_; }
+
+DriftCheckCounters Manager::drift_checks() const { return reconciler_->drift_checks(); }
+
+void Manager::WaitForDriftPasses(uint64_t n) const { reconciler_->WaitForDriftPasses(n); }
 
 void Manager::StartReconciler() { reconciler_->Start(); }
 

@@ -154,6 +154,11 @@ class Manager {
   // new allocation; a MIG config change runs a reconciler pass (its drift
   // check). The monitor must be stopped before the Manager is destroyed.
   HealthSink& health_sink();
+  // The MIG-change drift checks the sink asked for (one pending per GPU; a
+  // pass of the reconciler thread, or ReconcileOnce, serves them).
+  DriftCheckCounters drift_checks() const;
+  // Blocks until at least `n` passes served drift checks (tests).
+  void WaitForDriftPasses(uint64_t n) const;
 
  private:
   Manager(ManagerOptions options, driver::GpuDriver& driver, store::RecordStore& store,

@@ -3,7 +3,9 @@
 // EngineHealth: the Manager's HealthSink (engine/health_monitor.h).
 // It marks TrackedInstance::unhealthy and the GPU table's unhealthy GPUs under
 // the registry lock, and asks the reconciler for a drift pass of a GPU on a
-// MIG configuration change. The lifecycle rules that read the marks:
+// MIG configuration change. An instance mark is written to the instance's
+// record (Active and Idle ones; others are on their way out), so recovery
+// restores it after a restart. The lifecycle rules that read the marks:
 //   Allocator::Reservable      an unhealthy Idle instance is never reused
 //   Allocator::Release         an unhealthy instance is destroyed, not kept Idle
 //   Reconciler::ReclaimUnhealthy  unhealthy Idle instances are reclaimed
@@ -17,6 +19,7 @@
 #include <string>
 
 #include "engine/health_monitor.h"
+#include "engine/journal.h"
 #include "engine/registry.h"
 
 namespace migd::engine {
@@ -25,16 +28,26 @@ class EngineHealth final : public HealthSink {
  public:
   // `request_drift` runs a drift check of one GPU (the reconciler's); it is
   // called without the registry lock.
-  EngineHealth(Registry& registry, std::function<void(GpuIndex)> request_drift)
-      : registry_(registry), request_drift_(std::move(request_drift)) {}
+  EngineHealth(Registry& registry, RecordJournal& journal,
+               std::function<void(GpuIndex)> request_drift)
+      : registry_(registry), journal_(journal), request_drift_(std::move(request_drift)) {}
 
   void MarkInstanceUnhealthy(GpuIndex gpu, NvmlGiId gi, std::optional<NvmlCiId> ci,
                              uint64_t xid) override;
   void MarkGpuUnhealthy(GpuIndex gpu, const std::string& reason) override;
   void OnMigConfigChange(GpuIndex gpu) override { request_drift_(gpu); }
 
+  // The operator's clear: the GPU's mark and the marks of every instance on
+  // it, written to their records. A GPU without marks: OK, nothing changes.
+  // Returns how many instance marks were cleared.
+  size_t ClearGpu(GpuIndex gpu);
+
  private:
+  // Writes the records of `marked` (copies taken under the registry lock).
+  void Persist(const std::vector<TrackedInstance>& marked);
+
   Registry& registry_;
+  RecordJournal& journal_;
   const std::function<void(GpuIndex)> request_drift_;
 };
 

@@ -64,7 +64,8 @@ Manager::Manager(ManagerOptions options, driver::GpuDriver& driver, store::Recor
       // pass, at most one pending per GPU (no NVML call on the monitor's
       // thread, nothing on the allocation path).
       health_(std::make_unique<EngineHealth>(
-          *registry_, [this](GpuIndex gpu) { reconciler_->RequestDriftCheck(gpu); })),
+          *registry_, *journal_,
+          [this](GpuIndex gpu) { reconciler_->RequestDriftCheck(gpu); })),
       clock_(clock) {}
 
 Manager::~Manager() { reconciler_->Stop(); }
@@ -147,6 +148,16 @@ StatusOr<planner::Plan> Manager::Plan(const std::vector<InstanceSpec>& instances
 StatusOr<ReconcileReport> Manager::ReconcileOnce() { return reconciler_->RunOnce(); }
 
 HealthSink& Manager::health_sink() { return *health_; }
+
+StatusOr<size_t> Manager::ClearGpuHealth(GpuIndex gpu) {
+  bool known = false;
+  for (const GpuView& g : gpus_->Views()) known = known || g.info.index == gpu;
+  if (!known) {
+    return NotFoundError("GPU " + std::to_string(gpu.value()) +
+                         " is not on this node (migctl status lists the GPUs)");
+  }
+  return health_->ClearGpu(gpu);
+}
 
 DriftCheckCounters Manager::drift_checks() const { return reconciler_->drift_checks(); }
 

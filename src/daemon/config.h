@@ -138,6 +138,14 @@ struct RecoveryConfig {
   friend bool operator==(const RecoveryConfig&, const RecoveryConfig&) = default;
 };
 
+// The `health:` section (docs/health.md): the Xid and GPU-lost policy of the
+// health monitor.
+struct HealthConfig {
+  bool enabled{};                     // health.enabled: run the NVML event monitor
+  std::vector<uint32_t> ignored_xids;  // health.ignoredXids: never change health
+  friend bool operator==(const HealthConfig&, const HealthConfig&) = default;
+};
+
 struct Config {
   // The schema's defaults (what an empty migd.yaml gives).
   Config();
@@ -159,6 +167,7 @@ struct Config {
   KubernetesConfig kubernetes;
   DraConfig dra;
   RecoveryConfig recovery;
+  HealthConfig health;
   friend bool operator==(const Config&, const Config&) = default;
 };
 

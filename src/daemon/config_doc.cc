@@ -35,6 +35,8 @@ std::string TypeColumn(const KeySpec& key) {
       return "list of profile names";
     case KeyType::kProfileCounts:
       return "map profile → count (0.." + std::to_string(key.max_count) + ")";
+    case KeyType::kXidList:
+      return "list of Xid numbers (1.." + std::to_string(key.max_count) + ")";
     case KeyType::kSection:
       break;
   }

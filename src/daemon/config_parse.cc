@@ -122,6 +122,11 @@ class Parser {
         stored = Store<Counts>(field, std::move(v));
         break;
       }
+      case KeyType::kXidList: {
+        MIGD_ASSIGN_OR_RETURN(std::vector<uint32_t> v, XidList(n, path, key.max_count));
+        stored = Store<std::vector<uint32_t>>(field, std::move(v));
+        break;
+      }
       case KeyType::kSection:
         break;
     }
@@ -246,6 +251,25 @@ class Parser {
       names.push_back(std::move(name));
     }
     return names;
+  }
+
+  // Distinct Xid numbers 1..max, kept in file order.
+  StatusOr<std::vector<uint32_t>> XidList(const YAML::Node& n, const std::string& path,
+                                          uint64_t max) const {
+    if (!n.IsSequence()) {
+      return Error(path, "expected a list of Xid numbers (e.g. [13, 31]), got " + KindOf(n));
+    }
+    std::vector<uint32_t> xids;
+    for (size_t i = 0; i < n.size(); ++i) {
+      const std::string item = path + "[" + std::to_string(i) + "]";
+      MIGD_ASSIGN_OR_RETURN(uint64_t xid, Uint(n[i], item, max));
+      if (xid == 0) return Error(item, "0 is not an Xid (Xids start at 1)");
+      if (std::find(xids.begin(), xids.end(), xid) != xids.end()) {
+        return Error(item, "Xid " + std::to_string(xid) + " is listed twice");
+      }
+      xids.push_back(static_cast<uint32_t>(xid));
+    }
+    return xids;
   }
 
   StatusOr<std::map<std::string, uint32_t>> ProfileCounts(const YAML::Node& n,

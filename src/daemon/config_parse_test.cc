@@ -253,6 +253,39 @@ recovery:
   EXPECT_EQ(c.recovery.owner_source, "podresources");
 }
 
+TEST(ConfigParseTest, HealthDefaults) {
+  const Config c;
+  EXPECT_TRUE(c.health.enabled);
+  // NVIDIA/k8s-device-plugin internal/rm/health.go, getDisabledHealthCheckXids.
+  EXPECT_THAT(c.health.ignored_xids, ElementsAre(13, 31, 43, 45, 68, 109));
+}
+
+TEST(ConfigParseTest, ParsesHealthKeys) {
+  MIGD_ASSERT_OK_AND_ASSIGN(Config c, Parse(R"(
+health:
+  enabled: false
+  ignoredXids: [13, 63, 92]
+)"));
+  EXPECT_FALSE(c.health.enabled);
+  EXPECT_THAT(c.health.ignored_xids, ElementsAre(13, 63, 92));
+}
+
+TEST(ConfigParseTest, BadXidListsNameTheEntry) {
+  EXPECT_EQ(ErrorOf("health: {ignoredXids: 13}"),
+            "config migd.yaml: health.ignoredXids: expected a list of Xid numbers (e.g. [13, "
+            "31]), got \"13\"");
+  EXPECT_EQ(ErrorOf("health: {ignoredXids: [13, x]}"),
+            "config migd.yaml: health.ignoredXids[1]: expected a whole number, got \"x\"");
+  EXPECT_EQ(ErrorOf("health: {ignoredXids: [79, 65536]}"),
+            "config migd.yaml: health.ignoredXids[1]: 65536 is out of range (0..65535)");
+  EXPECT_EQ(ErrorOf("health: {ignoredXids: [0]}"),
+            "config migd.yaml: health.ignoredXids[0]: 0 is not an Xid (Xids start at 1)");
+  EXPECT_EQ(ErrorOf("health: {ignoredXids: [13, 31, 13]}"),
+            "config migd.yaml: health.ignoredXids[2]: Xid 13 is listed twice");
+  EXPECT_EQ(ErrorOf("health: {ignoredXids: [[13]]}"),
+            "config migd.yaml: health.ignoredXids[0]: expected a whole number, got a list");
+}
+
 TEST(ConfigParseTest, NodeNameDefaultsToTheEnvironment) {
   ::setenv("NODE_NAME", "from-downward-api", 1);
   StatusOr<Config> c = Parse("kubernetes: {enabled: true}");

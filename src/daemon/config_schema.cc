@@ -362,6 +362,24 @@ constexpr KeySpec kSchema[] = {
             "the `hami.io/vgpu-mig-allocations` annotations of this node's live pods (API "
             "server; needs `kubernetes.nodeName`). If the source cannot be reached or disagrees "
             "with the records, migd exits 3 without touching the GPUs."},
+    {.path = "health"},
+    {.path = "health.enabled",
+     .type = KeyType::kBool,
+     .default_value = "true",
+     .field = [](Config& c) -> FieldRef { return &c.health.enabled; },
+     .doc = "Watch NVML events (Xid critical errors, MIG configuration changes, lost GPUs) and "
+            "mark the affected instance or GPU Unhealthy: never reused, destroyed at release, "
+            "no new allocation on an Unhealthy GPU (docs/health.md). `false`: no event "
+            "monitor; marks already recorded still apply."},
+    {.path = "health.ignoredXids",
+     .type = KeyType::kXidList,
+     .default_value = "[13, 31, 43, 45, 68, 109]",
+     .field = [](Config& c) -> FieldRef { return &c.health.ignored_xids; },
+     .max_count = 65535,
+     .doc = "Xids that never change health (counted and logged only). The default is the "
+            "application-error list NVIDIA's device plugin skips "
+            "(NVIDIA/k8s-device-plugin internal/rm/health.go). Every other Xid marks the "
+            "instance NVML attributes it to, or the GPU when it is not attributable."},
 };
 
 // Reads a field of a const Config through the one accessor each row has.

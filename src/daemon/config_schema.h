@@ -43,6 +43,7 @@ enum class KeyType {
   kFileMode,       // octal file mode such as "0600": uint32_t
   kProfileList,    // list of MIG profile names: std::vector<std::string>
   kProfileCounts,  // mapping MIG profile name -> count 0..max_count
+  kXidList,        // list of distinct Xid numbers 1..max_count: std::vector<uint32_t>
 };
 
 enum class Reload {
@@ -53,7 +54,7 @@ enum class Reload {
 // The Config field a key fills, by type.
 using FieldRef = std::variant<std::string*, bool*, uint32_t*, std::optional<uint32_t>*, Duration*,
                               std::optional<Duration>*, std::vector<std::string>*,
-                              std::map<std::string, uint32_t>*>;
+                              std::map<std::string, uint32_t>*, std::vector<uint32_t>*>;
 
 struct DurationRange {
   Duration min{};
@@ -76,7 +77,7 @@ struct KeySpec {
   Status (*check_mode)(uint32_t mode) = nullptr;      // kFileMode
   std::span<const std::string_view> choices{};        // kString: the only values allowed
   std::string_view choice_noun{};                     // "a log level": in the error
-  uint32_t max_count = 0;                             // kCount, kProfileCounts
+  uint32_t max_count = 0;                             // kCount, kProfileCounts, kXidList
   DurationRange range{};                              // kDuration
 
   // Documentation (docs/config.md's key table).

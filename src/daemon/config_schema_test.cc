@@ -82,6 +82,8 @@ bool FieldTypeMatches(const KeySpec& key, const FieldRef& f) {
       return std::holds_alternative<std::vector<std::string>*>(f);
     case KeyType::kProfileCounts:
       return std::holds_alternative<std::map<std::string, uint32_t>*>(f);
+    case KeyType::kXidList:
+      return std::holds_alternative<std::vector<uint32_t>*>(f);
     case KeyType::kSection:
       break;
   }
@@ -115,10 +117,12 @@ TEST(ConfigSchemaTest, EveryRowIsWellFormed) {
       EXPECT_FALSE(key.choice_noun.empty());
     }
     if (key.type == KeyType::kBool || key.type == KeyType::kFileMode ||
-        key.type == KeyType::kProfileList || key.type == KeyType::kProfileCounts) {
+        key.type == KeyType::kProfileList || key.type == KeyType::kProfileCounts ||
+        key.type == KeyType::kXidList) {
       EXPECT_FALSE(key.default_value.empty()) << "needs a default";
     }
-    if (key.type == KeyType::kCount || key.type == KeyType::kProfileCounts) {
+    if (key.type == KeyType::kCount || key.type == KeyType::kProfileCounts ||
+        key.type == KeyType::kXidList) {
       EXPECT_GT(key.max_count, 0u);
     }
     if (key.type == KeyType::kDuration) {

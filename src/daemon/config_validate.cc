@@ -65,6 +65,7 @@ class Validator {
       case KeyType::kProfileCounts:
         return ProfileCounts(key, *ValueOf<std::map<std::string, uint32_t>>(key, c_));
       case KeyType::kBool:
+      case KeyType::kXidList:  // range and duplicates are checked by the parser
       case KeyType::kSection:
         break;
     }

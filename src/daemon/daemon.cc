@@ -39,6 +39,7 @@
 #include "driver/nvml/nvml_driver.h"
 #include "engine/cdi_observer.h"
 #include "engine/events.h"
+#include "engine/health_monitor.h"
 #include "engine/manager.h"
 #include "metrics/http_server.h"
 #include "metrics/migd_collector.h"
@@ -87,6 +88,10 @@ class Daemon {
   MaybeFailure SetUpMetrics();
   MaybeFailure SetUpEngine();
   MaybeFailure SetUpServers(int* metrics_port);
+  // The one GpuEventWatch owner of the process (engine/health_monitor.h),
+  // started inside the NVML session; a driver without an event API, or a
+  // failure to open the watch, is one warning and migd runs without it.
+  void StartHealthMonitor();
   void Reload();
   void LogReady(int metrics_port);
 
@@ -113,6 +118,8 @@ class Daemon {
   // created, stopped before it is stopped.
   std::shared_ptr<planner::ValueService> values_;
   std::unique_ptr<engine::Manager> manager_;
+  // Stopped in Teardown before the Manager and the driver (its session) go.
+  std::unique_ptr<engine::HealthMonitor> health_;
   std::unique_ptr<api::MigManagerService> service_;
   std::unique_ptr<api::ApiServer> api_server_;
   std::unique_ptr<metrics::MetricsHttpServer> metrics_server_;
@@ -143,6 +150,7 @@ MaybeFailure Daemon::Setup() {
   int metrics_port = 0;
   if (MaybeFailure f = SetUpServers(&metrics_port)) return f;
   manager_->StartReconciler();
+  StartHealthMonitor();
   sd_notify(0, "READY=1\nSTATUS=serving");
   LogReady(metrics_port);
   return std::nullopt;
@@ -449,6 +457,30 @@ void Daemon::Run() {
   spdlog::info("shutting down{}", Fields().Add("signal", signal));
 }
 
+void Daemon::StartHealthMonitor() {
+  if (!config_.health.enabled) {
+    spdlog::info("health: GPU event monitoring disabled (health.enabled: false)");
+    return;
+  }
+  std::vector<GpuIndex> gpus;
+  for (const engine::GpuView& g : manager_->Gpus()) {
+    if (g.model != nullptr) gpus.push_back(g.info.index);
+  }
+  engine::HealthOptions options;
+  options.ignored_xids.clear();
+  options.ignored_xids.insert(config_.health.ignored_xids.begin(),
+                              config_.health.ignored_xids.end());
+  StatusOr<std::unique_ptr<engine::HealthMonitor>> m =
+      engine::HealthMonitor::Start(*driver_, gpus, std::move(options), manager_->health_sink());
+  if (!m.ok()) {
+    spdlog::warn("health: no GPU event monitoring (Xid errors and lost GPUs will not mark "
+                 "instances Unhealthy): {}",
+                 m.status().ToString());
+    return;
+  }
+  health_ = std::move(m).value();
+}
+
 void Daemon::Teardown() {
   if (torn_down_) return;
   torn_down_ = true;
@@ -460,6 +492,8 @@ void Daemon::Teardown() {
   if (metrics_server_) metrics_server_->Stop();
   // No solve runs from here on; the Manager keeps the last values.
   if (values_) values_->Stop();
+  if (health_) health_->Stop();  // before the Manager (its sink) and nvmlShutdown
+  health_.reset();
   if (manager_) manager_->StopReconciler();
   if (metrics_) metrics_->AttachManager(nullptr);
   api_server_.reset();

@@ -7,44 +7,93 @@
 
 namespace migd::engine {
 
+namespace {
+
+// Marks `inst`; keeps a copy in `marked` when its record is to be rewritten.
+void Mark(TrackedInstance& inst, std::string reason, std::vector<TrackedInstance>& marked) {
+  inst.unhealthy = true;
+  inst.health_reason = std::move(reason);
+  if (inst.state == InstanceState::kActive || inst.state == InstanceState::kIdle) {
+    marked.push_back(inst);
+  }
+}
+
+}  // namespace
+
 void EngineHealth::MarkInstanceUnhealthy(GpuIndex gpu, NvmlGiId gi, std::optional<NvmlCiId> ci,
                                          uint64_t xid) {
-  MutexLock lock(registry_.mu());
-  HealthChange change;
-  change.gpu = gpu;
-  change.reason = "xid " + std::to_string(xid);
+  std::vector<TrackedInstance> marked;
   bool found = false;
-  for (auto& [key, inst] : registry_.instances()) {
-    if (inst.gpu != gpu || inst.gi() != gi) continue;
-    if (ci && inst.ci() && *inst.ci() != *ci) continue;
-    found = true;
-    if (inst.unhealthy) continue;  // the first reason stays
-    inst.unhealthy = true;
-    inst.health_reason = change.reason;
-    registry_.AnnounceMark(inst);
-    change.instances.push_back(ViewOf(inst));
+  {
+    MutexLock lock(registry_.mu());
+    HealthChange change;
+    change.gpu = gpu;
+    change.reason = "xid " + std::to_string(xid);
+    for (auto& [key, inst] : registry_.instances()) {
+      if (inst.gpu != gpu || inst.gi() != gi) continue;
+      if (ci && inst.ci() && *inst.ci() != *ci) continue;
+      found = true;
+      if (inst.unhealthy) continue;  // the first reason stays
+      Mark(inst, change.reason, marked);
+      registry_.AnnounceMark(inst);
+      change.instances.push_back(ViewOf(inst));
+    }
+    Announce(std::move(change));
   }
   // An Xid on a GI migd does not track (foreign, or being created): nothing
   // to mark; the drift check sorts out what is there.
   if (!found) spdlog::warn("health: xid {} on an untracked GI {} of GPU {}", xid, gi.value(),
                            gpu.value());
-  Announce(std::move(change));
+  Persist(marked);
 }
 
 void EngineHealth::MarkGpuUnhealthy(GpuIndex gpu, const std::string& reason) {
-  MutexLock lock(registry_.mu());
-  HealthChange change;
-  change.gpu = gpu;
-  change.reason = reason;
-  change.gpu_unhealthy = registry_.unhealthy_gpus().emplace(gpu.value(), reason).second;
-  for (auto& [key, inst] : registry_.instances()) {
-    if (inst.gpu != gpu || inst.unhealthy) continue;
-    inst.unhealthy = true;
-    inst.health_reason = "GPU unhealthy: " + reason;
-    registry_.AnnounceMark(inst);
-    change.instances.push_back(ViewOf(inst));
+  std::vector<TrackedInstance> marked;
+  {
+    MutexLock lock(registry_.mu());
+    HealthChange change;
+    change.gpu = gpu;
+    change.reason = reason;
+    change.gpu_unhealthy = registry_.unhealthy_gpus().emplace(gpu.value(), reason).second;
+    for (auto& [key, inst] : registry_.instances()) {
+      if (inst.gpu != gpu || inst.unhealthy) continue;  // the first reason stays
+      Mark(inst, "GPU unhealthy: " + reason, marked);
+      registry_.AnnounceMark(inst);
+      change.instances.push_back(ViewOf(inst));
+    }
+    Announce(std::move(change));
   }
-  Announce(std::move(change));
+  Persist(marked);
+}
+
+size_t EngineHealth::ClearGpu(GpuIndex gpu) {
+  std::vector<TrackedInstance> cleared;
+  {
+    MutexLock lock(registry_.mu());
+    registry_.unhealthy_gpus().erase(gpu.value());
+    for (auto& [key, inst] : registry_.instances()) {
+      if (inst.gpu != gpu || !inst.unhealthy) continue;
+      inst.unhealthy = false;
+      inst.health_reason.clear();
+      if (inst.state == InstanceState::kActive || inst.state == InstanceState::kIdle) {
+        cleared.push_back(inst);
+      }
+    }
+  }
+  Persist(cleared);
+  spdlog::info("health: GPU {} cleared by the operator ({} instance marks)", gpu.value(),
+               cleared.size());
+  return cleared.size();
+}
+
+void EngineHealth::Persist(const std::vector<TrackedInstance>& marked) {
+  for (const TrackedInstance& inst : marked) {
+    // A failed write keeps the mark in memory (it still applies until a
+    // restart) and is said; the next write of the record carries it.
+    Status s = journal_.Write(inst, inst.state, store::RecordPhase::kCommitted);
+    if (!s.ok()) spdlog::error("health: cannot record the mark of {}: {}", inst.key().ToString(),
+                               s.ToString());
+  }
 }
 
 void EngineHealth::OnEvent(const driver::GpuEvent& event, HealthAction action) {

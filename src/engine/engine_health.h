@@ -4,9 +4,12 @@
 // It marks TrackedInstance::unhealthy and the GPU table's unhealthy GPUs under
 // the registry lock, and asks the reconciler for a drift pass of a GPU on a
 // MIG configuration change. Each newly marked instance gets an InstanceEvent
-// (reason kMarkedUnhealthy, Registry::AnnounceMark). Each event that marks something new is told to
-// the EngineListener (OnHealthChange, with the registry lock held, like
-// OnInstanceEvent), and every event handled to OnGpuEvent. The lifecycle rules that read the marks:
+// (reason kMarkedUnhealthy, Registry::AnnounceMark). Each event that marks
+// something new is told to the EngineListener (OnHealthChange, with the
+// registry lock held, like OnInstanceEvent), and every event handled to
+// OnGpuEvent. An instance mark is written to the instance's record (Active
+// and Idle ones; others are on their way out), so recovery restores it after
+// a restart. The lifecycle rules that read the marks:
 //   Allocator::Reservable      an unhealthy Idle instance is never reused
 //   Allocator::Release         an unhealthy instance is destroyed, not kept Idle
 //   Reconciler::ReclaimUnhealthy  unhealthy Idle instances are reclaimed
@@ -22,6 +25,7 @@
 #include "base/clock.h"
 #include "engine/events.h"
 #include "engine/health_monitor.h"
+#include "engine/journal.h"
 #include "engine/registry.h"
 
 namespace migd::engine {
@@ -30,9 +34,10 @@ class EngineHealth final : public HealthSink {
  public:
   // `request_drift` runs a drift check of one GPU (the reconciler's); it is
   // called without the registry lock. `listener` may be null; not owned.
-  EngineHealth(Registry& registry, Clock& clock, EngineListener* listener,
-               std::function<void(GpuIndex)> request_drift)
+  EngineHealth(Registry& registry, RecordJournal& journal, Clock& clock,
+               EngineListener* listener, std::function<void(GpuIndex)> request_drift)
       : registry_(registry),
+        journal_(journal),
         clock_(clock),
         listener_(listener),
         request_drift_(std::move(request_drift)) {}
@@ -43,11 +48,19 @@ class EngineHealth final : public HealthSink {
   void OnMigConfigChange(GpuIndex gpu) override { request_drift_(gpu); }
   void OnEvent(const driver::GpuEvent& event, HealthAction action) override;
 
+  // The operator's clear: the GPU's mark and the marks of every instance on
+  // it, written to their records. A GPU without marks: OK, nothing changes.
+  // Returns how many instance marks were cleared.
+  size_t ClearGpu(GpuIndex gpu);
+
  private:
   // Tells the listener, if anything was newly marked.
   void Announce(HealthChange change) ABSL_EXCLUSIVE_LOCKS_REQUIRED(registry_.mu());
+  // Writes the records of `marked` (copies taken under the registry lock).
+  void Persist(const std::vector<TrackedInstance>& marked);
 
   Registry& registry_;
+  RecordJournal& journal_;
   Clock& clock_;
   EngineListener* const listener_;
   const std::function<void(GpuIndex)> request_drift_;

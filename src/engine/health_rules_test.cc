@@ -161,10 +161,57 @@ TEST_F(HealthRulesTest, AMigConfigChangeRunsTheDriftCheck) {
     ASSERT_TRUE(m.DestroyCi(v.gpu, v.gi_id, v.ci_id).ok());
     ASSERT_TRUE(m.DestroyGi(v.gpu, v.gi_id).ok());
   });
-  const uint64_t runs = mgr_->counters().reconcile_runs;
   mgr_->health_sink().OnMigConfigChange(v.gpu);
-  EXPECT_EQ(mgr_->counters().reconcile_runs, runs + 1);
+  // The reconciler thread is woken at once (not after its interval).
+  mgr_->StartReconciler();
+  mgr_->WaitForDriftPasses(1);
+  mgr_->StopReconciler();
   EXPECT_EQ(Get(v.mig_uuid).state, InstanceState::kNone);
+  Consistent();
+}
+
+TEST_F(HealthRulesTest, MigConfigChangesCoalesceIntoOnePendingDriftCheckPerGpu) {
+  Machine("a100-40gb:2");
+  Start();
+  const uint64_t runs = mgr_->counters().reconcile_runs;
+  for (int i = 0; i < 20; ++i) mgr_->health_sink().OnMigConfigChange(GpuIndex(0));
+  for (int i = 0; i < 5; ++i) mgr_->health_sink().OnMigConfigChange(GpuIndex(1));
+  DriftCheckCounters c = mgr_->drift_checks();
+  EXPECT_EQ(c.requested, 25u);
+  EXPECT_EQ(c.coalesced, 23u);
+  EXPECT_EQ(c.pending, 2u);
+  EXPECT_EQ(c.passes, 0u);
+  EXPECT_EQ(mgr_->counters().reconcile_runs, runs);  // nothing ran on the caller's thread
+  ENGINE_ASSERT_OK(mgr_->ReconcileOnce().status());
+  c = mgr_->drift_checks();
+  EXPECT_EQ(c.passes, 1u);
+  EXPECT_EQ(c.pending, 0u);
+  EXPECT_EQ(mgr_->counters().reconcile_runs, runs + 1);
+  // A pass with nothing pending serves no drift check.
+  ENGINE_ASSERT_OK(mgr_->ReconcileOnce().status());
+  EXPECT_EQ(mgr_->drift_checks().passes, 1u);
+}
+
+TEST_F(HealthRulesTest, MigdsOwnCreatesAndDestroysQueueAtMostOneDriftCheck) {
+  Machine("a100-40gb:1");
+  Start();
+  MIGD_ASSERT_OK_AND_ASSIGN(
+      auto monitor, HealthMonitor::Start(*fake_, {GpuIndex(0)}, {}, mgr_->health_sink()));
+  // Each allocation creates one GI and one CI; the release of an unhealthy
+  // one destroys both: every one of them is a MIG configuration change.
+  for (const char* id : {"a", "b", "c"}) One(id);
+  const InstanceView d = One("d");
+  MarkInstance(d);
+  ENGINE_ASSERT_OK(mgr_->Release("d"));
+  monitor->WaitForEvents(10);
+  monitor->Stop();
+  const DriftCheckCounters c = mgr_->drift_checks();
+  EXPECT_EQ(c.requested, 10u);
+  EXPECT_EQ(c.coalesced, 9u);
+  EXPECT_EQ(c.pending, 1u);
+  EXPECT_EQ(c.passes, 0u);
+  ENGINE_ASSERT_OK(mgr_->ReconcileOnce().status());
+  EXPECT_EQ(mgr_->drift_checks().passes, 1u);
   Consistent();
 }
 

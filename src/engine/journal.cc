@@ -21,6 +21,7 @@ store::Record RecordOf(const TrackedInstance& instance, InstanceState state,
   r.boot_id = boot_id;
   r.created_at = instance.created_at;
   r.last_used_at = instance.last_used;
+  if (instance.unhealthy) r.unhealthy = instance.health_reason;
   return r;
 }
 

@@ -61,15 +61,12 @@ Manager::Manager(ManagerOptions options, driver::GpuDriver& driver, store::Recor
       reconciler_(std::make_unique<Reconciler>(*registry_, *gpus_, *policy_, *executor_,
                                                *allocator_, *rediscovery_, driver, *journal_,
                                                observer_, clock, options_.reconcile_interval)),
+      // A MIG change: a drift check of the GPU by the reconciler's next
+      // pass, at most one pending per GPU (no NVML call on the monitor's
+      // thread, nothing on the allocation path).
       health_(std::make_unique<EngineHealth>(
-          *registry_, clock, options_.listener, [this](GpuIndex gpu) {
-            // A MIG change: one reconciler pass now (its drift check).
-            StatusOr<ReconcileReport> r = reconciler_->RunOnce();
-            if (!r.ok()) {
-              spdlog::warn("health: drift check after a MIG change on GPU {}: {}", gpu.value(),
-                           r.status().ToString());
-            }
-          })),
+          *registry_, *journal_, clock, options_.listener,
+          [this](GpuIndex gpu) { reconciler_->RequestDriftCheck(gpu); })),
       clock_(clock) {}
 
 Manager::~Manager() { reconciler_->Stop(); }
@@ -162,6 +159,20 @@ StatusOr<planner::Plan> Manager::Plan(const std::vector<InstanceSpec>& instances
 StatusOr<ReconcileReport> Manager::ReconcileOnce() { return reconciler_->RunOnce(); }
 
 HealthSink& Manager::health_sink() { return *health_; }
+
+StatusOr<size_t> Manager::ClearGpuHealth(GpuIndex gpu) {
+  bool known = false;
+  for (const GpuView& g : gpus_->Views()) known = known || g.info.index == gpu;
+  if (!known) {
+    return NotFoundError("GPU " + std::to_string(gpu.value()) +
+                         " is not on this node (migctl status lists the GPUs)");
+  }
+  return health_->ClearGpu(gpu);
+}
+
+DriftCheckCounters Manager::drift_checks() const { return reconciler_->drift_checks(); }
+
+void Manager::WaitForDriftPasses(uint64_t n) const { reconciler_->WaitForDriftPasses(n); }
 
 void Manager::StartReconciler() { reconciler_->Start(); }
 

@@ -154,6 +154,15 @@ class Manager {
   // new allocation; a MIG config change runs a reconciler pass (its drift
   // check). The monitor must be stopped before the Manager is destroyed.
   HealthSink& health_sink();
+  // The MIG-change drift checks the sink asked for (one pending per GPU; a
+  // pass of the reconciler thread, or ReconcileOnce, serves them).
+  DriftCheckCounters drift_checks() const;
+  // Clears the health marks of GPU `gpu` and of every instance on it,
+  // durably (their records). kNotFound for a GPU this node does not have; a
+  // healthy GPU is OK (nothing changes). Returns the instance marks cleared.
+  StatusOr<size_t> ClearGpuHealth(GpuIndex gpu);
+  // Blocks until at least `n` passes served drift checks (tests).
+  void WaitForDriftPasses(uint64_t n) const;
 
  private:
   Manager(ManagerOptions options, driver::GpuDriver& driver, store::RecordStore& store,

@@ -10,6 +10,7 @@
 #include <set>
 #include <string>
 
+#include "engine/health_monitor.h"
 #include "engine/manager_testing.h"
 #include "testing/status_matchers.h"
 
@@ -75,6 +76,41 @@ TEST_F(EngineSimTest, NvmlCallBudgetAndOneSessionPerProcess) {
   driver_.reset();  // nvmlShutdown
   EXPECT_EQ(sim_->Count("nvmlInit_v2", "SUCCESS"), 1u);
   EXPECT_EQ(sim_->Count("nvmlShutdown", "SUCCESS"), 1u);
+}
+
+// The counts without the monitor thread's own calls (its bounded waits).
+CallCounts WithoutEventWaits(CallCounts c) {
+  std::erase_if(c, [](const auto& e) { return e.first.first == "nvmlEventSetWait_v2"; });
+  return c;
+}
+
+// Health costs nothing on the allocation path: with the monitor running
+// (and seeing the allocation's own MIG changes), a first create on GPU 1
+// makes exactly the NVML calls of a first create on GPU 0 without it.
+TEST_F(EngineSimTest, AllocateCostsTheSameNvmlCallsWithTheHealthMonitorRunning) {
+  MIGD_RUN_IN_FRESH_PROCESS();
+  Init("a100-40gb:2");
+  Start();
+  StatusOr<Allocation> a = InvalidArgumentError("unset");
+  const CallCounts without =
+      Measure([&] { a = mgr_->Allocate(Req("a", {Spec("1g.5gb", 0)})); });
+  ASSERT_TRUE(a.ok()) << a.status();
+  HealthOptions options;
+  options.wait = std::chrono::milliseconds(5);
+  MIGD_ASSERT_OK_AND_ASSIGN(auto monitor,
+                            HealthMonitor::Start(*driver_, {GpuIndex(0), GpuIndex(1)}, options,
+                                                 mgr_->health_sink()));
+  StatusOr<Allocation> b = InvalidArgumentError("unset");
+  const CallCounts with = Measure([&] { b = mgr_->Allocate(Req("b", {Spec("1g.5gb", 1)})); });
+  ASSERT_TRUE(b.ok()) << b.status();
+  monitor->WaitForEvents(2);  // the GI and CI creates
+  monitor->Stop();
+  // The budget itself is pinned by NvmlCallBudgetAndOneSessionPerProcess; it
+  // differs between the simulator variants (tests/sim_variants), the equality not.
+  EXPECT_GT(Total(without), 0u) << Describe(without);
+  EXPECT_EQ(WithoutEventWaits(with), without) << Describe(with);
+  EXPECT_EQ(mgr_->drift_checks().requested, 2u);
+  EXPECT_EQ(mgr_->drift_checks().passes, 0u);  // nothing ran on the monitor's thread
 }
 
 // Through the production NvmlDriver: every instance handed out is a MIG

@@ -157,6 +157,14 @@ struct RecoverySummary {
   uint64_t orphan_gis_destroyed = 0;
 };
 
+// MIG-configuration-change drift checks (Reconciler::RequestDriftCheck).
+struct DriftCheckCounters {
+  uint64_t requested = 0;  // requests, one per MIG configuration change event
+  uint64_t coalesced = 0;  // requests for a GPU already pending (no pass of their own)
+  uint64_t passes = 0;     // reconciler passes that served pending requests
+  uint64_t pending = 0;    // GPUs with a check pending now
+};
+
 struct ReconcileReport {
   uint64_t errors_cleaned = 0;
   uint64_t errors_remaining = 0;

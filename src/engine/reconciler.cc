@@ -68,6 +68,50 @@ Reconciler::~Reconciler() { Stop(); }
 
 StatusOr<ReconcileReport> Reconciler::RunOnce() {
   MutexLock pass(&pass_mu_);
+  bool serves_drift = false;
+  {
+    // Requests made from here on wait for the next pass: this pass may have
+    // listed their GPU already.
+    MutexLock lock(&thread_mu_);
+    serves_drift = !pending_drift_.empty();
+    pending_drift_.clear();
+  }
+  StatusOr<ReconcileReport> r = Pass();
+  if (serves_drift) {
+    MutexLock lock(&thread_mu_);
+    ++drift_.passes;
+    wake_.SignalAll();
+  }
+  return r;
+}
+
+void Reconciler::RequestDriftCheck(GpuIndex gpu) {
+  {
+    MutexLock lock(&thread_mu_);
+    ++drift_.requested;
+    if (!pending_drift_.insert(gpu.value()).second) {
+      ++drift_.coalesced;
+      return;
+    }
+  }
+  wake_.SignalAll();
+}
+
+DriftCheckCounters Reconciler::drift_checks() const {
+  MutexLock lock(&thread_mu_);
+  DriftCheckCounters c = drift_;
+  c.pending = pending_drift_.size();
+  return c;
+}
+
+void Reconciler::WaitForDriftPasses(uint64_t n) const {
+  MutexLock lock(&thread_mu_);
+  wake_.Wait(&thread_mu_, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(thread_mu_) {
+    return drift_.passes >= n;
+  });
+}
+
+StatusOr<ReconcileReport> Reconciler::Pass() {
   ReconcileReport report;
   // 0. Never an error of the pass.
   rediscovery_.Run(report);
@@ -340,8 +384,9 @@ void Reconciler::Loop() {
   while (true) {
     {
       MutexLock lock(&thread_mu_);
-      wake_.WaitFor(&thread_mu_, interval_,
-                    [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(thread_mu_) { return stop_; });
+      wake_.WaitFor(&thread_mu_, interval_, [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(thread_mu_) {
+        return stop_ || !pending_drift_.empty();
+      });
       if (stop_) return;
     }
     StatusOr<ReconcileReport> r = RunOnce();

@@ -23,6 +23,7 @@
 
 #include <absl/base/thread_annotations.h>
 
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -70,7 +71,19 @@ class Reconciler {
   void Start();
   void Stop();
 
+  // Asks for a drift check of `gpu` by the next pass (the thread's, woken at
+  // once, or a RunOnce). At most one check per GPU is pending: a request for
+  // a GPU already pending is coalesced into it (no pass of its own), so a
+  // burst of MIG configuration changes (migd's own creates and destroys
+  // included) costs one pass, not one per event. No NVML call, no registry
+  // lock: safe on the health monitor's thread.
+  void RequestDriftCheck(GpuIndex gpu);
+  DriftCheckCounters drift_checks() const;
+  // Blocks until at least `n` passes served pending drift checks (tests).
+  void WaitForDriftPasses(uint64_t n) const;
+
  private:
+  StatusOr<ReconcileReport> Pass();  // RunOnce's work, under pass_mu_
   void RetryErrors(ReconcileReport& report);
   void RetryRemovals(ReconcileReport& report);
   // Every unhealthy Idle instance (EngineHealth) is destroyed.
@@ -107,9 +120,11 @@ class Reconciler {
   Mutex pass_mu_;   // one RunOnce at a time
   Mutex start_mu_;  // serialises Start and Stop
   std::thread thread_ ABSL_GUARDED_BY(start_mu_);
-  Mutex thread_mu_;
-  CondVar wake_;
+  mutable Mutex thread_mu_;
+  mutable CondVar wake_;
   bool stop_ ABSL_GUARDED_BY(thread_mu_) = false;
+  std::set<uint32_t> pending_drift_ ABSL_GUARDED_BY(thread_mu_);
+  DriftCheckCounters drift_ ABSL_GUARDED_BY(thread_mu_);
 };
 
 }  // namespace migd::engine

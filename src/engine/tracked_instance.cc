@@ -38,6 +38,8 @@ TrackedInstance TrackedFromRecord(const store::Record& record, GpuIndex gpu, std
   inst.request_id = record.request_id;
   inst.last_used = record.last_used_at;
   inst.created_at = record.created_at;
+  inst.unhealthy = record.unhealthy.has_value();
+  inst.health_reason = record.unhealthy.value_or("");
   return inst;
 }
 

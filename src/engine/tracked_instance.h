@@ -43,8 +43,8 @@ struct TrackedInstance {
   // listener once the destroy succeeds.
   std::optional<EventReason> reclaim_reason;
   // Marked by the health monitor (engine/engine_health.h): never reused;
-  // destroyed on release; reclaimed when Idle. Not yet in the record: a
-  // restart forgets it.
+  // destroyed on release; reclaimed when Idle. In the record ("unhealthy"),
+  // so recovery restores it.
   bool unhealthy = false;
   std::string health_reason;
 

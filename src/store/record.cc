@@ -202,6 +202,10 @@ StatusOr<Record> DecodeObject(const JsonReader& r) {
     MIGD_ASSIGN_OR_RETURN(rec.last_used_at, DecodeTime(r, "lastUsedAt"));
   }
   MIGD_ASSIGN_OR_RETURN(rec.generation, r.Uint("generation"));
+  if (r.Has("unhealthy")) {
+    MIGD_ASSIGN_OR_RETURN(std::string why, r.String("unhealthy"));
+    rec.unhealthy = std::move(why);
+  }
   return rec;
 }
 
@@ -296,10 +300,12 @@ Status ValidateRecord(const Record& record) {
   Status s = ValidateKey(record.key);
   if (!s.ok()) return s;
   if (record.profile_name.empty()) return InvalidArgumentError("profile name is empty");
+  const std::string unhealthy = record.unhealthy.value_or("");
   for (const auto& [field, value] :
        {std::pair<std::string_view, std::string_view>{"profile name", record.profile_name},
         {"request id", record.request_id},
-        {"boot id", record.boot_id}}) {
+        {"boot id", record.boot_id},
+        {"unhealthy", unhealthy}}) {
     s = CheckString(field, value);
     if (!s.ok()) return s;
   }
@@ -367,6 +373,7 @@ std::string EncodeRecord(const Record& record) {
     doc["lastUsedAtUnix"] = ToUnixSeconds(*record.last_used_at);
   }
   doc["generation"] = record.generation;
+  if (record.unhealthy) doc["unhealthy"] = *record.unhealthy;
   // Strings are valid UTF-8 or not our business: replace, never throw.
   return doc.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }

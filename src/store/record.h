@@ -36,8 +36,12 @@
 //     "requestID": "req-1", "bootID": "…",
 //     "createdAt": "2026-01-01T00:00:00Z", "createdAtUnix": 1767225600,
 //     "updatedAt": "…", "updatedAtUnix": …, "lastUsedAt": "…", "lastUsedAtUnix": …,
-//     "generation": 2
+//     "generation": 2,
+//     "unhealthy": "xid 94"                     // absent: healthy
 //   }
+//
+// "unhealthy" is additive (version 1): a record written before it existed
+// loads as healthy.
 //
 // The *Unix fields are authoritative; the RFC 3339 strings are for humans and
 // are not checked on read beyond being strings.
@@ -146,6 +150,9 @@ struct Record {
   std::optional<Clock::TimePoint> last_used_at;
   // Incremented by every RecordStore::Put of the key; for ordering and debugging.
   uint64_t generation = 0;
+  // Set by the engine's health marks (docs/health.md): why the instance must
+  // never be reused. nullopt: healthy.
+  std::optional<std::string> unhealthy;
 
   friend bool operator==(const Record&, const Record&) = default;
 };

@@ -136,6 +136,31 @@ TEST(RecordCodecTest, RoundTripsEveryFieldOfACommittedRecord) {
   EXPECT_EQ(*back, r);
 }
 
+TEST(RecordCodecTest, RoundTripsTheHealthMark) {
+  Record r = Committed();
+  r.unhealthy = "xid 94";
+  EXPECT_EQ(EncodeToJson(r)["unhealthy"], "xid 94");
+  StatusOr<Record> back = DecodeRecord(EncodeRecord(r), "x.json");
+  ASSERT_THAT(back, IsOk());
+  EXPECT_EQ(*back, r);
+}
+
+// Records written before the field existed load as healthy; a healthy
+// record is written without it (files stay as they were).
+TEST(RecordCodecTest, ARecordWithoutTheHealthFieldIsHealthy) {
+  const Record r = Committed();
+  EXPECT_FALSE(EncodeToJson(r).contains("unhealthy"));
+  StatusOr<Record> back = DecodeRecord(EncodeRecord(r), "x.json");
+  ASSERT_THAT(back, IsOk());
+  EXPECT_EQ(back->unhealthy, std::nullopt);
+}
+
+TEST(RecordCodecTest, AHealthMarkThatIsNotAStringIsDataLoss) {
+  Json doc = EncodeToJson(Committed());
+  doc["unhealthy"] = 94;
+  EXPECT_EQ(DecodeRecord(doc.dump(), "x.json").status().code(), StatusCode::kDataLoss);
+}
+
 TEST(RecordCodecTest, RoundTripsOpaqueOwnerAndIntentWithoutIds) {
   Record r = Committed();
   r.owner = Owner::Opaque("client-7");

@@ -1,0 +1,99 @@
+// End-to-end tests of the health monitor in the real migd binary over
+// libnvidia-ml-sim.so.1: it frees its event set inside migd's one NVML
+// session (the simulator counts a call after the final nvmlShutdown as
+// ERROR_UNINITIALIZED), a driver without an event set is one warning, and
+// health.enabled: false creates no event set.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "base/file_util.h"
+#include "testing/daemon_process.h"
+#include "testing/temp_dir.h"
+
+namespace migd {
+namespace {
+
+using ::migd::testing::DaemonExit;
+using ::migd::testing::DaemonOptions;
+using ::migd::testing::DaemonProcess;
+using ::migd::testing::TempDir;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+class DaemonHealthE2eTest : public ::testing::Test {
+ protected:
+  // Runs migd on two simulated A100s until it is ready, then SIGTERM.
+  DaemonExit RunAndStop(const std::vector<std::string>& extra,
+                        const std::map<std::string, std::string>& env = {}) {
+    DaemonOptions o;
+    o.args = {"--simulate",  "a100-40gb:2",        "--socket",       dir_.Join("api.socket"),
+              "--state-dir", dir_.Join("state"),   "--cdi-spec-dir", dir_.Join("cdi"),
+              "--metrics-listen", "127.0.0.1:0"};
+    o.args.insert(o.args.end(), extra.begin(), extra.end());
+    o.env = migd::testing::SimulatedMachineEnv(dir_.Join("sim"));
+    for (const auto& [k, v] : env) o.env[k] = v;
+    o.socket_path = dir_.Join("api.socket");
+    StatusOr<std::unique_ptr<DaemonProcess>> d = DaemonProcess::Start(o, dir_.path());
+    EXPECT_TRUE(d.ok()) << d.status();
+    if (!d.ok()) return {};
+    (*d)->Signal(SIGTERM);
+    return (*d)->WaitForExit();
+  }
+
+  // The simulator's call counter for (function, result) in its state file.
+  uint64_t SimCount(const std::string& function, const std::string& result) const {
+    StatusOr<std::string> text = ReadFileToString(dir_.Join("sim/state.json"));
+    if (!text.ok()) return 0;
+    const nlohmann::json doc = nlohmann::json::parse(*text);
+    const nlohmann::json& c = doc["counters"];
+    if (!c.contains(function) || !c[function].contains(result)) return 0;
+    return c[function][result].get<uint64_t>();
+  }
+
+  TempDir dir_;
+};
+
+TEST_F(DaemonHealthE2eTest, TheMonitorFreesItsEventSetInsideTheNvmlSession) {
+  const DaemonExit exit = RunAndStop({});
+  EXPECT_EQ(exit.exit_code, 0) << exit.err;
+  EXPECT_THAT(exit.err, Not(HasSubstr("no GPU event monitoring"))) << exit.err;
+  EXPECT_EQ(SimCount("nvmlEventSetCreate", "SUCCESS"), 1u);
+  EXPECT_EQ(SimCount("nvmlDeviceRegisterEvents", "SUCCESS"), 2u);  // each managed GPU
+  EXPECT_EQ(SimCount("nvmlEventSetFree", "SUCCESS"), 1u);
+  EXPECT_EQ(SimCount("nvmlEventSetFree", "ERROR_UNINITIALIZED"), 0u);
+  EXPECT_EQ(SimCount("nvmlEventSetWait_v2", "ERROR_UNINITIALIZED"), 0u);
+  EXPECT_EQ(SimCount("nvmlShutdown", "SUCCESS"), 1u);
+}
+
+// A driver that cannot give an event set: one warning, migd serves anyway.
+TEST_F(DaemonHealthE2eTest, NoEventApiIsOneWarningAndMigdStillRuns) {
+  const DaemonExit exit =
+      RunAndStop({}, {{"MIGD_SIM_FAULTS", "nvmlEventSetCreate=NOT_SUPPORTED@1+"}});
+  EXPECT_EQ(exit.exit_code, 0) << exit.err;
+  const std::string warning = "no GPU event monitoring";
+  const size_t first = exit.err.find(warning);
+  ASSERT_NE(first, std::string::npos) << exit.err;
+  EXPECT_EQ(exit.err.find(warning, first + 1), std::string::npos) << exit.err;
+  EXPECT_THAT(exit.err, HasSubstr("migd ready"));
+  EXPECT_EQ(SimCount("nvmlEventSetFree", "SUCCESS"), 0u);
+}
+
+TEST_F(DaemonHealthE2eTest, HealthDisabledCreatesNoEventSet) {
+  const std::string config = dir_.Join("migd.yaml");
+  migd::testing::WriteFileOrDie(config, "health:\n  enabled: false\n");
+  const DaemonExit exit = RunAndStop({"--config", config});
+  EXPECT_EQ(exit.exit_code, 0) << exit.err;
+  EXPECT_THAT(exit.err, HasSubstr("health.enabled: false"));
+  EXPECT_EQ(SimCount("nvmlEventSetCreate", "SUCCESS"), 0u);
+  EXPECT_EQ(SimCount("nvmlShutdown", "SUCCESS"), 1u);
+}
+
+}  // namespace
+}  // namespace migd

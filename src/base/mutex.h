@@ -62,22 +62,6 @@ class ABSL_SCOPED_LOCKABLE MutexLock {
   Mutex* const mu_;
 };
 
-// Releases `*mu` from construction to destruction (the inverse of MutexLock),
-// for a section that must not hold the lock, e.g. an NVML call.
-// REQUIRES: the caller holds `*mu`. clang 14's analysis does not see the
-// re-lock at the end of the scope: code that needs the lock after the scope
-// takes a new MutexLock instead (CI's -Wthread-safety build is clang 14).
-class ABSL_SCOPED_LOCKABLE MutexUnlock {
- public:
-  explicit MutexUnlock(Mutex* mu) ABSL_UNLOCK_FUNCTION(mu) : mu_(mu) { mu_->Unlock(); }
-  ~MutexUnlock() ABSL_EXCLUSIVE_LOCK_FUNCTION() { mu_->Lock(); }
-  MutexUnlock(const MutexUnlock&) = delete;
-  MutexUnlock& operator=(const MutexUnlock&) = delete;
-
- private:
-  Mutex* const mu_;
-};
-
 // A condition variable bound to a Mutex at each wait.
 class CondVar {
  public:

@@ -29,6 +29,11 @@ readonly TSAN_TESTS=(base_test store_test cdi_test engine_test engine_sim_test)
 steps=("$@")
 [[ ${#steps[@]} -eq 0 ]] && steps=(fuzz asan thread-safety tsan)
 
+# The random-SIGKILL campaign (EngineCrashTest.RandomSigkillsRecoverExactly)
+# runs its full 200 children in the main suite; under a sanitizer each child
+# costs seconds, so here it runs 40 (still every code path, kills in real work).
+export MIGD_ENGINE_CRASH_ITERATIONS="${MIGD_ENGINE_CRASH_ITERATIONS:-40}"
+
 run_tests() {  # build_dir test...
   local dir="$1"; shift
   local failed=()

@@ -9,13 +9,17 @@ namespace migd::engine {
 
 namespace {
 
+// Whether a health change of `inst` rewrites its record (Active and Idle
+// instances; the others are on their way out).
+bool RecordsHealth(const TrackedInstance& inst) {
+  return inst.state == InstanceState::kActive || inst.state == InstanceState::kIdle;
+}
+
 // Marks `inst`; keeps a copy in `marked` when its record is to be rewritten.
 void Mark(TrackedInstance& inst, std::string reason, std::vector<TrackedInstance>& marked) {
   inst.unhealthy = true;
   inst.health_reason = std::move(reason);
-  if (inst.state == InstanceState::kActive || inst.state == InstanceState::kIdle) {
-    marked.push_back(inst);
-  }
+  if (RecordsHealth(inst)) marked.push_back(inst);
 }
 
 }  // namespace
@@ -75,9 +79,7 @@ size_t EngineHealth::ClearGpu(GpuIndex gpu) {
       if (inst.gpu != gpu || !inst.unhealthy) continue;
       inst.unhealthy = false;
       inst.health_reason.clear();
-      if (inst.state == InstanceState::kActive || inst.state == InstanceState::kIdle) {
-        cleared.push_back(inst);
-      }
+      if (RecordsHealth(inst)) cleared.push_back(inst);
     }
   }
   Persist(cleared);

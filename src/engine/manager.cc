@@ -161,9 +161,7 @@ StatusOr<ReconcileReport> Manager::ReconcileOnce() { return reconciler_->RunOnce
 HealthSink& Manager::health_sink() { return *health_; }
 
 StatusOr<size_t> Manager::ClearGpuHealth(GpuIndex gpu) {
-  bool known = false;
-  for (const GpuView& g : gpus_->Views()) known = known || g.info.index == gpu;
-  if (!known) {
+  if (!gpus_->Listed(gpu.value())) {
     return NotFoundError("GPU " + std::to_string(gpu.value()) +
                          " is not on this node (migctl status lists the GPUs)");
   }

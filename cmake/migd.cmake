@@ -60,6 +60,13 @@ function(migd_cc_binary)
   migd_sanitizer_hooks(${ARG_NAME})
 endfunction()
 
+# Test executables' own sources compile at MIGD_TEST_OPTIMIZATION (default
+# -Og) in optimised builds: the libraries they test (what ships) keep the
+# preset's -O2, and -Og roughly halves the compile time of a gtest translation
+# unit (README, "Other targets"). Debug builds keep -O0.
+set(MIGD_TEST_OPTIMIZATION "-Og" CACHE STRING
+    "Optimisation flag for test executables' own sources in optimised builds (empty: the preset's)")
+
 # LABELS: unit (default), integration, e2e, bench. Each test executable lands
 # in <build>/tests and every TEST() is registered with ctest by
 # gtest_discover_tests.
@@ -71,6 +78,9 @@ function(migd_cc_test)
   add_executable(${ARG_NAME} ${ARG_SRCS})
   target_link_libraries(${ARG_NAME} PRIVATE ${ARG_DEPS} GTest::gmock GTest::gtest_main)
   target_compile_options(${ARG_NAME} PRIVATE ${MIGD_WARNINGS} -Wno-missing-declarations)
+  if(MIGD_TEST_OPTIMIZATION AND NOT CMAKE_BUILD_TYPE STREQUAL "Debug")
+    target_compile_options(${ARG_NAME} PRIVATE ${MIGD_TEST_OPTIMIZATION})
+  endif()
   migd_sanitizer_hooks(${ARG_NAME})
   set_target_properties(${ARG_NAME} PROPERTIES
     MIGD_ROLE test

@@ -46,7 +46,8 @@ configure_and_build() {
 
 if [[ "${1:-}" == "ci" ]]; then
   configure_and_build "${TARGETS[@]}"
-  exec ctest --test-dir "${BUILD_DIR}" -L fuzz --output-on-failure
+  # Each target fuzzes for a fixed time on one core: run one per core.
+  exec ctest --test-dir "${BUILD_DIR}" -L fuzz --output-on-failure -j "$(nproc)"
 fi
 
 selected=("$@")

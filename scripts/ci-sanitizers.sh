@@ -23,8 +23,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 readonly JOBS="${JOBS:-2}"
-readonly ASAN_TESTS=(base_test mig_test planner_test store_test cdi_test engine_test engine_sim_test)
-readonly TSAN_TESTS=(base_test store_test cdi_test engine_test engine_sim_test)
+readonly ASAN_TESTS=(engine_sim_test engine_test base_test mig_test planner_test store_test cdi_test)
+readonly TSAN_TESTS=(engine_sim_test engine_test base_test store_test cdi_test)
 
 steps=("$@")
 [[ ${#steps[@]} -eq 0 ]] && steps=(fuzz asan thread-safety tsan)
@@ -34,15 +34,39 @@ steps=("$@")
 # costs seconds, so here it runs 40 (still every code path, kills in real work).
 export MIGD_ENGINE_CRASH_ITERATIONS="${MIGD_ENGINE_CRASH_ITERATIONS:-40}"
 
+# Runs every test binary as SHARDS gtest shards (GTEST_SHARD_INDEX), at most
+# JOBS processes at a time, so the slow engine_sim_test spreads over both
+# cores. The tests are safe to run concurrently: ctest already runs each TEST()
+# of a binary as its own process, two at a time. A shard's output is printed
+# whole when it ends; any failed shard fails the step.
+readonly SHARDS="${SHARDS:-4}"
 run_tests() {  # build_dir test...
   local dir="$1"; shift
-  local failed=()
+  local logs; logs="$(mktemp -d)"
+  local -A job_of=()
+  local failed=() queue=() t i pid
   for t in "$@"; do
-    echo "== ${dir}/tests/${t}"
-    if ! "${dir}/tests/${t}" --gtest_brief=1; then failed+=("${t}"); fi
+    for ((i = 0; i < SHARDS; i++)); do queue+=("${t}:${i}"); done
   done
+  finish_one() {
+    local done_pid rc
+    wait -n -p done_pid && rc=0 || rc=$?
+    local job="${job_of[${done_pid}]}"
+    echo "== ${dir}/tests/${job%%:*} (shard ${job##*:}/${SHARDS}, exit ${rc})"
+    cat "${logs}/${job}.log"
+    [[ ${rc} -eq 0 ]] || failed+=("${job}")
+    unset "job_of[${done_pid}]"
+  }
+  for job in "${queue[@]}"; do
+    while [[ ${#job_of[@]} -ge ${JOBS} ]]; do finish_one; done
+    GTEST_TOTAL_SHARDS="${SHARDS}" GTEST_SHARD_INDEX="${job##*:}" \
+      "${dir}/tests/${job%%:*}" --gtest_brief=1 >"${logs}/${job}.log" 2>&1 &
+    job_of[$!]="${job}"
+  done
+  while [[ ${#job_of[@]} -gt 0 ]]; do finish_one; done
+  rm -rf "${logs}"
   if [[ ${#failed[@]} -gt 0 ]]; then
-    echo "ci-sanitizers: FAILED in ${dir}: ${failed[*]}" >&2
+    echo "ci-sanitizers: FAILED in ${dir}: ${failed[*]} (test:shard)" >&2
     return 1
   fi
 }

@@ -18,7 +18,8 @@
 //   MIGD_SIM_LEGACY_MIG_UUID             GetHandleByUUID of "MIG-GPU-…/gi/ci"
 //   MIGD_SIM_PARENT_INSTANCE_ID          Get{Gpu,Compute}InstanceId on a GPU
 //   MIGD_SIM_NEW_CI_VISIBILITY           when a new CI joins the MIG walk
-// The last four choose among behaviours nvml.h leaves open (docs/simulator.md
+//   MIGD_SIM_EVENTS                      events injected after the first nvmlInit
+// The four before MIGD_SIM_EVENTS choose among behaviours nvml.h leaves open (docs/simulator.md
 // §1.4); kHeaderOpenKnobs lists them.
 //
 // Example:
@@ -62,6 +63,10 @@ inline constexpr char kEnvEventWaitZero[] = "MIGD_SIM_EVENT_WAIT_ZERO";
 inline constexpr char kEnvEventCoalesce[] = "MIGD_SIM_EVENT_COALESCE";
 inline constexpr char kEnvGpuLost[] = "MIGD_SIM_GPU_LOST";
 inline constexpr char kEnvUnsupportedEvents[] = "MIGD_SIM_UNSUPPORTED_EVENTS";
+// Events injected after the process's first nvmlInit (sim/events.h syntax,
+// delays allowed); read by the library, not by SimConfigFromEnv: a bad list
+// is reported and injects nothing, the init does not fail.
+inline constexpr char kEnvEvents[] = "MIGD_SIM_EVENTS";
 // The knobs that pick a behaviour the header leaves open. Test fixtures that
 // reset the MIGD_SIM_* environment keep these, so that a whole suite can run
 // under one variant (tests/sim_variants).

@@ -3,13 +3,17 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
+#include <mutex>
 #include <thread>
 #include <utility>
 
 #include "mig/catalog.h"
+#include "sim/events.h"
 #include "sim/nvml_names.h"
 #include "sim/nvml_sim_calls.h"
 #include "sim/proc_files.h"
@@ -124,6 +128,38 @@ nvmlReturn_t InitAgain(Session& s, const char* fn) ABSL_EXCLUSIVE_LOCKS_REQUIRED
   return NVML_SUCCESS;
 }
 
+// MIGD_SIM_EVENTS (sim/events.h, docs/simulator.md §11): once per process,
+// after its first successful nvmlInit, a detached thread injects each event
+// `delay_ms` after that init, in delay order, as migdSimInjectEvents does. A
+// bad list is reported and injects nothing; an event the machine refuses is
+// reported and skipped.
+void StartEnvEvents() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const char* text = std::getenv(kEnvEvents);
+    if (text == nullptr || *text == '\0') return;
+    StatusOr<std::vector<EventSpec>> specs = ParseEventSpecs(text, /*allow_delay=*/true);
+    if (!specs.ok()) {
+      Report(std::string(kEnvEvents) + ": " + specs.status().ToString() + " (no event injected)");
+      return;
+    }
+    std::stable_sort(specs->begin(), specs->end(),
+                     [](const EventSpec& a, const EventSpec& b) { return a.delay_ms < b.delay_ms; });
+    const auto start = std::chrono::steady_clock::now();
+    std::thread([list = std::move(specs).value(), start] {
+      for (const EventSpec& spec : list) {
+        std::this_thread::sleep_until(start + std::chrono::milliseconds(spec.delay_ms));
+        const nvmlReturn_t r = RunControl(
+            "migdSimInjectEvents", [&](Machine& m) { return m.InjectEvent(spec); });
+        if (r != NVML_SUCCESS) {
+          Report(std::string(kEnvEvents) + ": an event for GPU " + std::to_string(spec.gpu) +
+                 " was refused (" + NvmlResultName(r) + "), skipped");
+        }
+      }
+    }).detach();
+  });
+}
+
 // The nvmlInit that takes the count from 0 to 1: reads the knobs and opens
 // (or creates) the machine.
 nvmlReturn_t InitFirst(Session& s, const char* fn) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {
@@ -162,6 +198,7 @@ nvmlReturn_t InitFirst(Session& s, const char* fn) ABSL_EXCLUSIVE_LOCKS_REQUIRED
   s.refcount = 1;
   CountOnly(s, fn, NvmlResultName(NVML_SUCCESS));
   if (fault && fault->action == FaultAction::kCrashAfter) Die();
+  StartEnvEvents();  // its thread takes s.mu only after this init returns
   return NVML_SUCCESS;
 }
 

@@ -2,7 +2,8 @@
 // libnvidia-ml-sim.so.1: it frees its event set inside migd's one NVML
 // session (the simulator counts a call after the final nvmlShutdown as
 // ERROR_UNINITIALIZED), a driver without an event set is one warning, and
-// health.enabled: false creates no event set.
+// health.enabled: false creates no event set, and MIGD_SIM_EVENTS injects
+// events into a running daemon.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -15,6 +16,7 @@
 
 #include "base/file_util.h"
 #include "testing/daemon_process.h"
+#include "testing/eventually.h"
 #include "testing/temp_dir.h"
 
 namespace migd {
@@ -93,6 +95,50 @@ TEST_F(DaemonHealthE2eTest, HealthDisabledCreatesNoEventSet) {
   EXPECT_THAT(exit.err, HasSubstr("health.enabled: false"));
   EXPECT_EQ(SimCount("nvmlEventSetCreate", "SUCCESS"), 0u);
   EXPECT_EQ(SimCount("nvmlShutdown", "SUCCESS"), 1u);
+}
+
+// MIGD_SIM_EVENTS (docs/simulator.md §11) reaches a daemon that never calls
+// the injection API: the simulator's own thread records the events after
+// migd's nvmlInit. Events recorded before migd registers are not delivered
+// ("All events that occurred before this call are not recorded", nvml.h), so
+// each Xid is injected at several delays; one delivery of each suffices.
+TEST_F(DaemonHealthE2eTest, MigdSimEventsAtStartReachTheMonitorAndTheGpuIsMarked) {
+  DaemonOptions o;
+  o.args = {"--simulate",  "a100-40gb:2",      "--socket",       dir_.Join("api.socket"),
+            "--state-dir", dir_.Join("state"), "--cdi-spec-dir", dir_.Join("cdi"),
+            "--metrics-listen", "127.0.0.1:0"};
+  o.env = migd::testing::SimulatedMachineEnv(dir_.Join("sim"));
+  std::string specs;
+  for (const char* ms : {"500", "2000", "8000", "30000"}) {
+    if (!specs.empty()) specs += ",";
+    specs += std::string("xid=43@0+") + ms + ",xid=79@1+" + ms;
+  }
+  o.env["MIGD_SIM_EVENTS"] = specs;
+  o.socket_path = dir_.Join("api.socket");
+  StatusOr<std::unique_ptr<DaemonProcess>> d = DaemonProcess::Start(o, dir_.path());
+  ASSERT_TRUE(d.ok()) << d.status();
+  const std::string ignored = "health: GPU 0: xid 43: action ignored";
+  const std::string marked = "health: GPU 1: xid 79: action gpu-unhealthy";
+  EXPECT_TRUE(migd::testing::Eventually([&] {
+    const std::string err = (*d)->Stderr();
+    return err.find(ignored) != std::string::npos && err.find(marked) != std::string::npos;
+  })) << (*d)->Stderr();
+  const DaemonExit exit = (*d)->Stop();
+  EXPECT_EQ(exit.exit_code, 0) << exit.err;
+  EXPECT_THAT(exit.err, Not(HasSubstr("MIGD_SIM_EVENTS:"))) << exit.err;  // no bad spec
+  EXPECT_THAT(exit.err, Not(HasSubstr("health: GPU 0: xid 43: action gpu-unhealthy")));
+  EXPECT_GE(SimCount("nvmlEventSetWait_v2", "SUCCESS"), 2u);
+  EXPECT_EQ(SimCount("nvmlEventSetFree", "SUCCESS"), 1u);
+}
+
+// A malformed MIGD_SIM_EVENTS is reported by the simulator and injects
+// nothing; migd starts and stops as usual.
+TEST_F(DaemonHealthE2eTest, MalformedMigdSimEventsIsReportedAndInjectsNothing) {
+  const DaemonExit exit = RunAndStop({}, {{"MIGD_SIM_EVENTS", "xid=79@zero"}});
+  EXPECT_EQ(exit.exit_code, 0) << exit.err;
+  EXPECT_THAT(exit.err, HasSubstr("MIGD_SIM_EVENTS:"));
+  EXPECT_THAT(exit.err, HasSubstr("no event injected"));
+  EXPECT_EQ(SimCount("nvmlEventSetWait_v2", "SUCCESS"), 0u);
 }
 
 }  // namespace

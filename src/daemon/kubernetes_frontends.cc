@@ -30,6 +30,7 @@ MaybeFailure KubernetesFrontends::StartBeforeRecovery(const Config& config,
                                      d.resync_interval},
         kube_.get());
     fanout->Add(dra_->listener());
+    fanout->Add(&dra_health_);
   }
   ChooseOwnerSource(config);
   spdlog::info("recovery owner source{}", Fields().Add("source", owners_->name()));
@@ -101,7 +102,14 @@ void KubernetesFrontends::ChooseOwnerSource(const Config& config) {
 MaybeFailure KubernetesFrontends::StartDra(const Config& config, engine::Manager* manager,
                                            engine::CdiObserver* cdi, Clock& clock) {
   const std::string& kubelet_dir = config.kubernetes.kubelet_dir;
-  if (Status s = dra_->Start(manager, cdi, clock); !s.ok()) {
+  // kubelet's dra-health stream (NodeWatchResources) carries the health
+  // monitor's marks; without the monitor migd offers no health service.
+  k8s::dra::DeviceHealthSource* health = nullptr;
+  if (config.health.enabled) {
+    dra_health_.SetManager(manager);
+    health = &dra_health_;
+  }
+  if (Status s = dra_->Start(manager, cdi, clock, health); !s.ok()) {
     return Failure{kExitInUse, "cannot serve the DRA plugin under " + kubelet_dir + ": " +
                                    s.ToString() +
                                    " (is kubernetes.kubeletDir right, and are its plugins and "
@@ -110,6 +118,7 @@ MaybeFailure KubernetesFrontends::StartDra(const Config& config, engine::Manager
   spdlog::info("DRA driver serving{}", Fields()
                                            .Add("driver", config.dra.driver_name)
                                            .Add("registration", dra_->plugin()->registration_socket())
+                                           .Add("health", health != nullptr)
                                            .Add("node", config.kubernetes.node_name));
   return std::nullopt;
 }
@@ -141,6 +150,7 @@ MaybeFailure KubernetesFrontends::StartAfterRecovery(const Config& config,
 
 void KubernetesFrontends::Stop() {
   if (dra_) dra_->Stop();
+  dra_health_.SetManager(nullptr);
   if (device_plugin_) device_plugin_->Stop();
   if (pod_watcher_) pod_watcher_->Stop();
   device_plugin_.reset();

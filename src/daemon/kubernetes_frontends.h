@@ -44,6 +44,7 @@
 #include "k8s/apiserver/pod_watcher.h"
 #include "k8s/deviceplugin/device_plugin_server.h"
 #include "k8s/dra/dra_frontend.h"
+#include "k8s/dra/engine_health_source.h"
 #include "k8s/podresources/client.h"
 #include "k8s/podresources/kube_pod_lister.h"
 
@@ -84,6 +85,9 @@ class KubernetesFrontends {
   std::unique_ptr<engine::OwnerSource> owners_;
   DeferredBackend deferred_backend_;  // outlives the plugin that calls it
   HealthForwarder health_forwarder_;  // in the fan-out: outlives the Manager's calls
+  // The DRA plugin's resource-health stream reads the engine's marks
+  // (in the fan-out when DRA is on; offered when health.enabled).
+  k8s::dra::EngineHealthSource dra_health_;
   std::unique_ptr<k8s::DevicePluginServer> device_plugin_;
   std::unique_ptr<k8s::HamiBackend> hami_backend_;
   std::unique_ptr<k8s::PodWatcher> pod_watcher_;

@@ -6,7 +6,9 @@
 //   id, spec file, Active instance owned by the claim) -> migd restarted ->
 //   kubelet prepares again (same answer) -> unprepare (Idle) -> kubelet
 //   restart deletes the node's slices -> migd republishes them;
-//   and dra.enabled with kubernetes.enabled is refused (exit 1).
+//   and dra.enabled with kubernetes.enabled is refused (exit 1);
+//   an Xid the simulator injects (MIGD_SIM_EVENTS) reaches kubelet's
+//   dra-health stream, which health.enabled: false does not offer.
 #include <gmock/gmock.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
@@ -169,6 +171,64 @@ TEST_F(DraDaemonE2eTest, PublishPrepareRestartUnprepareAndKubeletRestart) {
   exit = migd->Stop();
   EXPECT_EQ(exit.exit_code, 0) << exit.err;
   EXPECT_THAT(exit.err, HasSubstr("DRA driver serving"));
+}
+
+// The daemon's health monitor marks the GPU on an unattributed critical Xid
+// (79, fallen off the bus); the DRA plugin advertises dra-health and every
+// device of that GPU turns UNHEALTHY on kubelet's stream. The Xid is
+// injected at several delays: one after migd registered its events suffices
+// ("All events that occurred before this call are not recorded", nvml.h).
+TEST_F(DraDaemonE2eTest, XidOnTheGpuReachesKubeletsHealthStream) {
+  DaemonOptions o = Options(Config());
+  o.env["MIGD_SIM_EVENTS"] = "xid=79@0+1000,xid=79@0+4000,xid=79@0+12000,xid=79@0+30000";
+  o.socket_path = Socket();
+  StatusOr<std::unique_ptr<DaemonProcess>> migd = DaemonProcess::Start(o, dir_.path());
+  ASSERT_TRUE(migd.ok()) << migd.status();
+  dra::FakeDraKubeletOptions ko;
+  ko.registry_dir = KubeletDir() + "/plugins_registry";
+  ko.health = dra::HealthMode::kAdvertised;
+  std::unique_ptr<dra::FakeDraKubelet> kubelet;
+  ASSERT_TRUE(Eventually([&] {
+    auto k = dra::FakeDraKubelet::Start(ko);
+    if (!k.ok() || (*k)->plugins().empty()) return false;
+    kubelet = std::move(*k);
+    return true;
+  })) << (*migd)->Stderr();
+  EXPECT_EQ(kubelet->plugins()[0].health_service, "v1.DRAResourceHealth");
+  const auto all_unhealthy = [](const std::vector<::v1::DeviceHealth>& list) {
+    if (list.empty()) return false;
+    for (const auto& h : list) {
+      if (h.health() != ::v1::UNHEALTHY || h.device().pool_name() != kNode) return false;
+    }
+    return true;
+  };
+  EXPECT_TRUE(kubelet->WaitForHealth(kDriver, all_unhealthy, std::chrono::seconds(60)))
+      << (*migd)->Stderr();
+  const DaemonExit exit = (*migd)->Stop();
+  EXPECT_EQ(exit.exit_code, 0) << exit.err;
+  EXPECT_THAT(exit.err, HasSubstr("health: GPU 0: xid 79: action gpu-unhealthy"));
+}
+
+TEST_F(DraDaemonE2eTest, HealthDisabledOffersNoHealthService) {
+  DaemonOptions o = Options(Config("health:\n  enabled: false\n"));
+  o.socket_path = Socket();
+  StatusOr<std::unique_ptr<DaemonProcess>> migd = DaemonProcess::Start(o, dir_.path());
+  ASSERT_TRUE(migd.ok()) << migd.status();
+  dra::FakeDraKubeletOptions ko;
+  ko.registry_dir = KubeletDir() + "/plugins_registry";
+  ko.health = dra::HealthMode::kAdvertised;
+  std::unique_ptr<dra::FakeDraKubelet> kubelet;
+  ASSERT_TRUE(Eventually([&] {
+    auto k = dra::FakeDraKubelet::Start(ko);
+    if (!k.ok() || (*k)->plugins().empty()) return false;
+    kubelet = std::move(*k);
+    return true;
+  })) << (*migd)->Stderr();
+  EXPECT_EQ(kubelet->plugins()[0].health_service, "");
+  EXPECT_EQ(kubelet->plugins()[0].supported_versions,
+            (std::vector<std::string>{"v1.DRAPlugin", "v1beta1.DRAPlugin"}));
+  const DaemonExit exit = (*migd)->Stop();
+  EXPECT_EQ(exit.exit_code, 0) << exit.err;
 }
 
 TEST_F(DraDaemonE2eTest, DraAndHamiModeExcludeEachOther) {

@@ -10,8 +10,9 @@
 //             slices when it starts), then the publisher's loop;
 //   Stop()    plugin first (kubelet's calls use the Manager), then the
 //             publisher. Idempotent; the destructor calls it.
-// Health: no monitor exists yet, so no health service is offered; a
-// DeviceHealthSource passed to Start() turns it on.
+// Health: a DeviceHealthSource passed to Start() (the daemon's is
+// engine_health_source.h) offers kubelet's dra-health service; without one
+// none is offered.
 //
 // Thread-safety: Create/Start/Stop from one thread; the pieces are
 // thread-safe.

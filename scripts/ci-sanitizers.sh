@@ -37,33 +37,28 @@ export MIGD_ENGINE_CRASH_ITERATIONS="${MIGD_ENGINE_CRASH_ITERATIONS:-40}"
 # Runs every test binary as SHARDS gtest shards (GTEST_SHARD_INDEX), at most
 # JOBS processes at a time, so the slow engine_sim_test spreads over both
 # cores. The tests are safe to run concurrently: ctest already runs each TEST()
-# of a binary as its own process, two at a time. A shard's output is printed
-# whole when it ends; any failed shard fails the step.
-readonly SHARDS="${SHARDS:-4}"
+# of a binary as its own process, two at a time. Each shard's output is
+# printed whole, in order, once all have ended; any failed shard fails the step.
+export SHARDS="${SHARDS:-4}"
 run_tests() {  # build_dir test...
   local dir="$1"; shift
   local logs; logs="$(mktemp -d)"
-  local -A job_of=()
-  local failed=() queue=() t i pid
+  local queue=() failed=() t i job rc
   for t in "$@"; do
     for ((i = 0; i < SHARDS; i++)); do queue+=("${t}:${i}"); done
   done
-  finish_one() {
-    local done_pid rc
-    wait -n -p done_pid && rc=0 || rc=$?
-    local job="${job_of[${done_pid}]}"
-    echo "== ${dir}/tests/${job%%:*} (shard ${job##*:}/${SHARDS}, exit ${rc})"
-    cat "${logs}/${job}.log"
-    [[ ${rc} -eq 0 ]] || failed+=("${job}")
-    unset "job_of[${done_pid}]"
-  }
+  printf '%s\n' "${queue[@]}" |
+    DIR="${dir}" LOGS="${logs}" xargs -P "${JOBS}" -I{} bash -c '
+      job="$1"
+      GTEST_TOTAL_SHARDS="${SHARDS}" GTEST_SHARD_INDEX="${job##*:}" \
+        "${DIR}/tests/${job%%:*}" --gtest_brief=1 >"${LOGS}/${job}.log" 2>&1
+      echo "$?" >"${LOGS}/${job}.rc"' _ {} || true
   for job in "${queue[@]}"; do
-    while [[ ${#job_of[@]} -ge ${JOBS} ]]; do finish_one; done
-    GTEST_TOTAL_SHARDS="${SHARDS}" GTEST_SHARD_INDEX="${job##*:}" \
-      "${dir}/tests/${job%%:*}" --gtest_brief=1 >"${logs}/${job}.log" 2>&1 &
-    job_of[$!]="${job}"
+    rc="$(cat "${logs}/${job}.rc" 2>/dev/null || echo "not run")"
+    echo "== ${dir}/tests/${job%%:*} (shard ${job##*:} of ${SHARDS}, exit ${rc})"
+    cat "${logs}/${job}.log" 2>/dev/null || true
+    [[ "${rc}" == "0" ]] || failed+=("${job}")
   done
-  while [[ ${#job_of[@]} -gt 0 ]]; do finish_one; done
   rm -rf "${logs}"
   if [[ ${#failed[@]} -gt 0 ]]; then
     echo "ci-sanitizers: FAILED in ${dir}: ${failed[*]} (test:shard)" >&2

@@ -62,8 +62,8 @@ endfunction()
 
 # Test executables' own sources compile at MIGD_TEST_OPTIMIZATION (default
 # -Og) in optimised builds: the libraries they test (what ships) keep the
-# preset's -O2, and -Og roughly halves the compile time of a gtest translation
-# unit (README, "Other targets"). Debug builds keep -O0.
+# preset's -O2, and -Og takes about a third less compile time for a gtest
+# translation unit (README, "Other targets"). Debug builds keep -O0.
 set(MIGD_TEST_OPTIMIZATION "-Og" CACHE STRING
     "Optimisation flag for test executables' own sources in optimised builds (empty: the preset's)")
 

@@ -70,22 +70,24 @@ void EngineHealth::MarkGpuUnhealthy(GpuIndex gpu, const std::string& reason) {
   Persist(marked);
 }
 
-size_t EngineHealth::ClearGpu(GpuIndex gpu) {
+HealthClearResult EngineHealth::ClearGpu(GpuIndex gpu) {
   std::vector<TrackedInstance> cleared;
+  HealthClearResult result;
   {
     MutexLock lock(registry_.mu());
-    registry_.unhealthy_gpus().erase(gpu.value());
+    result.gpu_was_unhealthy = registry_.unhealthy_gpus().erase(gpu.value()) > 0;
     for (auto& [key, inst] : registry_.instances()) {
       if (inst.gpu != gpu || !inst.unhealthy) continue;
       inst.unhealthy = false;
       inst.health_reason.clear();
+      ++result.instances_cleared;
       if (RecordsHealth(inst)) cleared.push_back(inst);
     }
   }
   Persist(cleared);
-  spdlog::info("health: GPU {} cleared by the operator ({} instance marks)", gpu.value(),
-               cleared.size());
-  return cleared.size();
+  spdlog::info("health: GPU {} cleared by the operator (GPU mark: {}, {} instance marks)",
+               gpu.value(), result.gpu_was_unhealthy ? "yes" : "no", result.instances_cleared);
+  return result;
 }
 
 void EngineHealth::Persist(const std::vector<TrackedInstance>& marked) {

@@ -26,6 +26,7 @@
 #include "engine/events.h"
 #include "engine/health_monitor.h"
 #include "engine/journal.h"
+#include "engine/manager_types.h"
 #include "engine/registry.h"
 
 namespace migd::engine {
@@ -50,8 +51,7 @@ class EngineHealth final : public HealthSink {
 
   // The operator's clear: the GPU's mark and the marks of every instance on
   // it, written to their records. A GPU without marks: OK, nothing changes.
-  // Returns how many instance marks were cleared.
-  size_t ClearGpu(GpuIndex gpu);
+  HealthClearResult ClearGpu(GpuIndex gpu);
 
  private:
   // Tells the listener, if anything was newly marked.

@@ -94,8 +94,9 @@ TEST_F(HealthDurableTest, ClearingAGpuClearsItsMarksDurably) {
   const InstanceView v = One("r1");
   ENGINE_ASSERT_OK(mgr_->Release("r1"));
   mgr_->health_sink().MarkGpuUnhealthy(GpuIndex(0), "GPU 0: xid 79");
-  MIGD_ASSERT_OK_AND_ASSIGN(size_t cleared, mgr_->ClearGpuHealth(GpuIndex(0)));
-  EXPECT_EQ(cleared, 1u);
+  MIGD_ASSERT_OK_AND_ASSIGN(HealthClearResult cleared, mgr_->ClearGpuHealth(GpuIndex(0)));
+  EXPECT_EQ(cleared.instances_cleared, 1u);
+  EXPECT_TRUE(cleared.gpu_was_unhealthy);
   EXPECT_EQ(RecordedHealth(v.mig_uuid), std::nullopt);
   Restart();
   // Healthy again: the Idle instance is reused, the GPU takes allocations.
@@ -107,8 +108,9 @@ TEST_F(HealthDurableTest, ClearingAHealthyGpuIsANoOp) {
   Machine("a100-40gb:1");
   Start();
   const InstanceView v = One("r1");
-  MIGD_ASSERT_OK_AND_ASSIGN(size_t cleared, mgr_->ClearGpuHealth(GpuIndex(0)));
-  EXPECT_EQ(cleared, 0u);
+  MIGD_ASSERT_OK_AND_ASSIGN(HealthClearResult cleared, mgr_->ClearGpuHealth(GpuIndex(0)));
+  EXPECT_EQ(cleared.instances_cleared, 0u);
+  EXPECT_FALSE(cleared.gpu_was_unhealthy);
   EXPECT_EQ(Get(v.mig_uuid).state, InstanceState::kActive);
   Consistent();
 }

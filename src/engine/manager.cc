@@ -160,7 +160,7 @@ StatusOr<ReconcileReport> Manager::ReconcileOnce() { return reconciler_->RunOnce
 
 HealthSink& Manager::health_sink() { return *health_; }
 
-StatusOr<size_t> Manager::ClearGpuHealth(GpuIndex gpu) {
+StatusOr<HealthClearResult> Manager::ClearGpuHealth(GpuIndex gpu) {
   if (!gpus_->Listed(gpu.value())) {
     return NotFoundError("GPU " + std::to_string(gpu.value()) +
                          " is not on this node (migctl status lists the GPUs)");

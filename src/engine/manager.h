@@ -159,8 +159,8 @@ class Manager {
   DriftCheckCounters drift_checks() const;
   // Clears the health marks of GPU `gpu` and of every instance on it,
   // durably (their records). kNotFound for a GPU this node does not have; a
-  // healthy GPU is OK (nothing changes). Returns the instance marks cleared.
-  StatusOr<size_t> ClearGpuHealth(GpuIndex gpu);
+  // healthy GPU is OK (nothing changes). Returns what was cleared.
+  StatusOr<HealthClearResult> ClearGpuHealth(GpuIndex gpu);
   // Blocks until at least `n` passes served drift checks (tests).
   void WaitForDriftPasses(uint64_t n) const;
 

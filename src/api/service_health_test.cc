@@ -85,5 +85,30 @@ TEST_F(ClearHealthTest, AnUnknownGpuIsNotFoundNamingTheGpusAndTheFix) {
   EXPECT_TRUE(GpuOf(0).unhealthy());  // nothing else was touched
 }
 
+TEST_F(ClearHealthTest, WatchStreamsAHealthClearedEventPerClearedInstance) {
+  Boot("a100-40gb:1");
+  grpc::ClientContext actx;
+  v1::AllocateResponse a;
+  ASSERT_TRUE(stub_->Allocate(&actx, AllocReq("r1", "1g.5gb"), &a).ok());
+  grpc::ClientContext ctx;
+  auto reader = stub_->Watch(&ctx, v1::WatchRequest());
+  ASSERT_TRUE(hub_.WaitForSubscribers(1, std::chrono::seconds(30)));
+  mgr_->health_sink().MarkGpuUnhealthy(GpuIndex(0), "GPU 0: xid 79");
+  v1::ClearHealthResponse resp;
+  ASSERT_TRUE(Clear(0, &resp).ok());
+  v1::InstanceEvent ev;
+  ASSERT_TRUE(reader->Read(&ev));
+  EXPECT_EQ(ev.reason(), "marked-unhealthy");
+  EXPECT_TRUE(ev.instance().unhealthy());
+  ASSERT_TRUE(reader->Read(&ev));
+  EXPECT_EQ(ev.reason(), "health-cleared");
+  EXPECT_EQ(ev.from(), v1::INSTANCE_STATE_ACTIVE);
+  EXPECT_EQ(ev.to(), v1::INSTANCE_STATE_ACTIVE);
+  EXPECT_EQ(ev.instance().mig_uuid(), a.instances(0).instance().mig_uuid());
+  EXPECT_FALSE(ev.instance().unhealthy());
+  EXPECT_EQ(ev.instance().health_reason(), "");
+  ctx.TryCancel();
+}
+
 }  // namespace
 }  // namespace migd::api

@@ -58,7 +58,7 @@ void EngineHealth::MarkGpuUnhealthy(GpuIndex gpu, const std::string& reason) {
     HealthChange change;
     change.gpu = gpu;
     change.reason = reason;
-    change.gpu_unhealthy = registry_.unhealthy_gpus().emplace(gpu.value(), reason).second;
+    change.gpu_changed = registry_.unhealthy_gpus().emplace(gpu.value(), reason).second;
     for (auto& [key, inst] : registry_.instances()) {
       if (inst.gpu != gpu || inst.unhealthy) continue;  // the first reason stays
       Mark(inst, "GPU unhealthy: " + reason, marked);
@@ -75,14 +75,21 @@ HealthClearResult EngineHealth::ClearGpu(GpuIndex gpu) {
   HealthClearResult result;
   {
     MutexLock lock(registry_.mu());
-    result.gpu_was_unhealthy = registry_.unhealthy_gpus().erase(gpu.value()) > 0;
+    HealthChange change;
+    change.gpu = gpu;
+    change.cleared = true;
+    change.gpu_changed = registry_.unhealthy_gpus().erase(gpu.value()) > 0;
+    result.gpu_was_unhealthy = change.gpu_changed;
     for (auto& [key, inst] : registry_.instances()) {
       if (inst.gpu != gpu || !inst.unhealthy) continue;
       inst.unhealthy = false;
       inst.health_reason.clear();
       ++result.instances_cleared;
       if (RecordsHealth(inst)) cleared.push_back(inst);
+      registry_.AnnounceMark(inst, EventReason::kHealthCleared);
+      change.instances.push_back(ViewOf(inst));
     }
+    Announce(std::move(change));
   }
   Persist(cleared);
   spdlog::info("health: GPU {} cleared by the operator (GPU mark: {}, {} instance marks)",
@@ -105,7 +112,7 @@ void EngineHealth::OnEvent(const driver::GpuEvent& event, HealthAction action) {
 }
 
 void EngineHealth::Announce(HealthChange change) {
-  if (listener_ == nullptr || (!change.gpu_unhealthy && change.instances.empty())) return;
+  if (listener_ == nullptr || (!change.gpu_changed && change.instances.empty())) return;
   change.time = clock_.Now();
   listener_->OnHealthChange(change);
 }

@@ -7,7 +7,7 @@
 // (reason kMarkedUnhealthy, Registry::AnnounceMark). Each event that marks
 // something new is told to the EngineListener (OnHealthChange, with the
 // registry lock held, like OnInstanceEvent), and every event handled to
-// OnGpuEvent. An instance mark is written to the instance's record (Active
+// OnGpuEvent; the operator's clear is announced the same way. An instance mark is written to the instance's record (Active
 // and Idle ones; others are on their way out), so recovery restores it after
 // a restart. The lifecycle rules that read the marks:
 //   Allocator::Reservable      an unhealthy Idle instance is never reused
@@ -50,7 +50,10 @@ class EngineHealth final : public HealthSink {
   void OnEvent(const driver::GpuEvent& event, HealthAction action) override;
 
   // The operator's clear: the GPU's mark and the marks of every instance on
-  // it, written to their records. A GPU without marks: OK, nothing changes.
+  // it, written to their records. Each cleared instance gets an
+  // InstanceEvent (reason kHealthCleared); a clear that changed anything is
+  // told to OnHealthChange (cleared = true). A GPU without marks: OK,
+  // nothing changes, nothing is announced.
   HealthClearResult ClearGpu(GpuIndex gpu);
 
  private:

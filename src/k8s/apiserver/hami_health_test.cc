@@ -1,6 +1,7 @@
 // Health as kubelet and HAMi's scheduler see it: a GPU the health monitor
 // marks unhealthy reaches the fake kubelet's ListAndWatch at once (real gRPC,
-// no periodic re-read) and hami.io/node-nvidia-register reads health false.
+// no periodic re-read) and hami.io/node-nvidia-register reads health false;
+// the operator's clear makes both healthy again at once.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -11,6 +12,7 @@
 #include "engine/health_monitor.h"
 #include "k8s/deviceplugin/device_plugin_server.h"
 #include "k8s/testing/fake_kubelet.h"
+#include "k8s/apiserver/pod_watcher.h"
 #include "k8s/apiserver/testing/hami_backend_fixture.h"
 #include "testing/status_matchers.h"
 
@@ -115,6 +117,46 @@ TEST_F(HamiHealthTest, NodeRegistrationReportsHealthFalseForAnUnhealthyGpu) {
   EXPECT_EQ(v[0]["id"], Gpu(0));
   EXPECT_EQ(v[0]["health"], false);
   EXPECT_EQ(v[1]["health"], true);
+}
+
+TEST_F(HamiHealthTest, ListAndWatchSendsAClearedGpusReplicasHealthyAtOnce) {
+  StartKubeletAndPlugin();
+  const int lists = kubelet_->list_updates();
+  mgr_->health_sink().MarkGpuUnhealthy(GpuIndex(1), "xid 79");
+  ASSERT_TRUE(kubelet_->WaitForDevices([&](const auto& d) { return Count(d, Gpu(1)) == "0/10"; }));
+  MIGD_ASSERT_OK(mgr_->ClearGpuHealth(GpuIndex(1)).status());
+  ASSERT_TRUE(kubelet_->WaitForDevices([&](const auto& d) { return Count(d, Gpu(1)) == "10/0"; }));
+  EXPECT_EQ(Count(kubelet_->devices(), Gpu(0)), "10/0");
+  EXPECT_EQ(kubelet_->list_updates(), lists + 2);
+  // A clear that changes nothing sends nothing: the next list is GPU 0's mark.
+  MIGD_ASSERT_OK(mgr_->ClearGpuHealth(GpuIndex(1)).status());
+  mgr_->health_sink().MarkGpuUnhealthy(GpuIndex(0), "xid 79");
+  ASSERT_TRUE(kubelet_->WaitForDevices([&](const auto& d) { return Count(d, Gpu(0)) == "0/10"; }));
+  EXPECT_EQ(kubelet_->list_updates(), lists + 3);
+}
+
+TEST_F(HamiHealthTest, NodeRegistrationFollowsAMarkAndAClearAtOnce) {
+  to_backend_.Set(backend_.get());
+  // Periodic passes an hour apart: every publication after the first is
+  // the health change's.
+  PodWatcher watcher(backend_.get(), {std::chrono::hours(1), std::chrono::hours(1)});
+  backend_->SetRegistrationChangedCallback([&watcher] { watcher.RequestRegistration(); });
+  watcher.Start();
+  ASSERT_TRUE(watcher.WaitForRegistrations(1, std::chrono::seconds(30)));
+  auto health_of_gpu0 = [&] {
+    auto reg = api_.NodeAnnotation(kTestNode, hami::kNodeRegister);
+    EXPECT_TRUE(reg.has_value());
+    return reg ? nlohmann::json::parse(*reg)[0]["health"] : nlohmann::json();
+  };
+  EXPECT_EQ(health_of_gpu0(), true);
+  mgr_->health_sink().MarkGpuUnhealthy(GpuIndex(0), "lost");
+  ASSERT_TRUE(watcher.WaitForRegistrations(2, std::chrono::seconds(30)));
+  EXPECT_EQ(health_of_gpu0(), false);
+  MIGD_ASSERT_OK(mgr_->ClearGpuHealth(GpuIndex(0)).status());
+  ASSERT_TRUE(watcher.WaitForRegistrations(3, std::chrono::seconds(30)));
+  EXPECT_EQ(health_of_gpu0(), true);
+  watcher.Stop();
+  to_backend_.Set(nullptr);
 }
 
 // The check: Xid events injected into the simulated GPUs while a

@@ -63,6 +63,22 @@ class HamiHealthTest : public testing::HamiBackendFixture {
     ASSERT_TRUE(kubelet_->WaitForRegistration(1));
     ASSERT_TRUE(kubelet_->WaitForDevices([](const auto& d) { return d.size() == 20; }));
   }
+  // A migd restart before kubelet and the plugin start: a new store, Manager
+  // and backend on the same state dir and hardware.
+  void RestartMigd() {
+    to_backend_.Set(nullptr);
+    backend_.reset();
+    mgr_.reset();
+    store_.reset();
+    store::RecordStoreOptions so;
+    so.boot_id = "boot-1";
+    MIGD_ASSERT_OK_AND_ASSIGN(store_, store::RecordStore::Open(dir_.Join("state"), clock_, so));
+    engine::ManagerOptions mo;
+    mo.boot_id = "boot-1";
+    mo.listener = listener_;
+    MIGD_ASSERT_OK_AND_ASSIGN(mgr_, engine::Manager::Create(mo, *fake_, *store_, clock_, owners_));
+    MakeBackend();
+  }
   // "<healthy>/<unhealthy>" of GPU `gpu`'s replicas in kubelet's latest list.
   static std::string Count(const std::vector<v1beta1::Device>& devices, const std::string& uuid) {
     int healthy = 0, unhealthy = 0;
@@ -133,6 +149,25 @@ TEST_F(HamiHealthTest, ListAndWatchSendsAClearedGpusReplicasHealthyAtOnce) {
   mgr_->health_sink().MarkGpuUnhealthy(GpuIndex(0), "xid 79");
   ASSERT_TRUE(kubelet_->WaitForDevices([&](const auto& d) { return Count(d, Gpu(0)) == "0/10"; }));
   EXPECT_EQ(kubelet_->list_updates(), lists + 3);
+}
+
+TEST_F(HamiHealthTest, AnUnhealthyGpuIsStillUnhealthyInListAndWatchAfterARestart) {
+  mgr_->health_sink().MarkGpuUnhealthy(GpuIndex(1), "xid 79");
+  RestartMigd();
+  StartKubeletAndPlugin();
+  EXPECT_EQ(Count(kubelet_->devices(), Gpu(1)), "0/10");
+  EXPECT_EQ(Count(kubelet_->devices(), Gpu(0)), "10/0");
+  // No allocation lands there.
+  Schedule("a", {{0, Gpu(1), "1g.5gb", {0, 1}}});
+  EXPECT_FALSE(backend_->AllocateContainer({Id(0, 1)}).ok());
+}
+
+TEST_F(HamiHealthTest, AClearedGpuIsHealthyInListAndWatchAfterARestart) {
+  mgr_->health_sink().MarkGpuUnhealthy(GpuIndex(1), "xid 79");
+  MIGD_ASSERT_OK(mgr_->ClearGpuHealth(GpuIndex(1)).status());
+  RestartMigd();
+  StartKubeletAndPlugin();
+  EXPECT_EQ(Count(kubelet_->devices(), Gpu(1)), "10/0");
 }
 
 TEST_F(HamiHealthTest, NodeRegistrationFollowsAMarkAndAClearAtOnce) {

@@ -377,6 +377,29 @@ Status MigManagerService::DoReclaim(const v1::ReclaimRequest& req, v1::ReclaimRe
   return OkStatus();
 }
 
+// --- ClearHealth --------------------------------------------------------------
+
+grpc::Status MigManagerService::ClearHealth(grpc::ServerContext* ctx,
+                                            const v1::ClearHealthRequest* req,
+                                            v1::ClearHealthResponse* resp) {
+  return Finish("ClearHealth", ctx, "", DoClearHealth(*req, resp), "", /*audit=*/true);
+}
+
+Status MigManagerService::DoClearHealth(const v1::ClearHealthRequest& req,
+                                        v1::ClearHealthResponse* resp) {
+  const std::vector<engine::GpuView> gpus = manager_.Gpus();
+  if (FindGpu(gpus, req.gpu()) == nullptr) {
+    return NotFoundError("GPU " + std::to_string(req.gpu()) + " is not on this node (GPUs: " +
+                         (gpus.empty() ? std::string("none") : GpuList(gpus)) +
+                         "; migctl status lists the GPUs)");
+  }
+  MIGD_ASSIGN_OR_RETURN(engine::HealthClearResult cleared,
+                        manager_.ClearGpuHealth(GpuIndex(req.gpu())));
+  resp->set_instances_cleared(static_cast<uint32_t>(cleared.instances_cleared));
+  resp->set_gpu_was_unhealthy(cleared.gpu_was_unhealthy);
+  return OkStatus();
+}
+
 // --- GetStatus ----------------------------------------------------------------
 
 grpc::Status MigManagerService::GetStatus(grpc::ServerContext* ctx, const v1::GetStatusRequest*,

@@ -14,6 +14,8 @@
 //       peer_uid=0 peer_gid=0 peer_comm=migctl message="..."
 //   rpc rpc=Release code=OK request=r1 peer_pid=4242 peer_uid=0 ...
 //
+// ClearHealth: the operator's clear of a GPU's health marks (docs/health.md).
+//
 // Watch: optional snapshot (one synthetic event per tracked instance, reason
 // "snapshot", sequence 0, from UNSPECIFIED), then live events from the
 // EventHub until the client cancels, the hub drops the stream (RESOURCE_
@@ -100,6 +102,11 @@ class MigManagerService final : public v1::MigManager::Service {
                          v1::GetStatusResponse* resp) override;
   grpc::Status Watch(grpc::ServerContext* ctx, const v1::WatchRequest* req,
                      grpc::ServerWriter<v1::InstanceEvent>* writer) override;
+  // Manager::ClearGpuHealth; audited like Allocate, Release and Reclaim.
+  // NOT_FOUND "GPU 7 is not on this node (GPUs: 0, 1; migctl status lists
+  // the GPUs)" for an index this node does not have.
+  grpc::Status ClearHealth(grpc::ServerContext* ctx, const v1::ClearHealthRequest* req,
+                           v1::ClearHealthResponse* resp) override;
 
   // The checks Allocate and Plan run on pinned GPUs before the engine sees
   // the request: an unknown GPU index → kInvalidArgument
@@ -119,6 +126,7 @@ class MigManagerService final : public v1::MigManager::Service {
   Status DoPlan(const v1::PlanRequest& req, v1::PlanResponse* resp);
   Status DoReclaim(const v1::ReclaimRequest& req, v1::ReclaimResponse* resp);
   Status DoGetStatus(v1::GetStatusResponse* resp);
+  Status DoClearHealth(const v1::ClearHealthRequest& req, v1::ClearHealthResponse* resp);
   Status DoWatch(grpc::ServerContext* ctx, const v1::WatchRequest& req,
                  grpc::ServerWriter<v1::InstanceEvent>* writer);
 

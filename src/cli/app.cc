@@ -57,6 +57,7 @@ class CommandLine {
     AddRelease();
     AddPlan();
     AddReclaim();
+    AddHealth();
     AddProbe();
     AddSimStats();
   }
@@ -90,6 +91,7 @@ class CommandLine {
   void AddRelease();
   void AddPlan();
   void AddReclaim();
+  void AddHealth();
   void AddProbe();
   void AddSimStats();
   // The global flags as ClientOptions; exit code and message on a bad one.
@@ -123,6 +125,8 @@ class CommandLine {
   CLI::Option* reclaim_gpu_opt_ = nullptr;
   uint32_t reclaim_gpu_ = 0;
   ReclaimOptions reclaim_;
+  CLI::App* health_clear_cmd_ = nullptr;
+  HealthClearOptions health_clear_;
   CLI::App* probe_cmd_ = nullptr;
   ProbeOptions probe_;
   CLI::App* stats_cmd_ = nullptr;
@@ -212,6 +216,18 @@ void CommandLine::AddReclaim() {
   reclaim_cmd_->add_option("--profile", reclaim_.profile, "Only this profile, e.g. 1g.10gb");
 }
 
+void CommandLine::AddHealth() {
+  CLI::App* health = Sub("health", "Health marks of GPUs and instances (docs/health.md)");
+  health->require_subcommand(1);
+  health_clear_cmd_ = health->add_subcommand(
+      "clear",
+      "Clear the health marks of a GPU and of every instance on it, durably, once the fault "
+      "is fixed: the GPU takes new allocations and kubelet sees its devices Healthy again");
+  health_clear_cmd_->fallthrough();
+  health_clear_cmd_->add_option("--gpu", health_clear_.gpu, "GPU index (migctl status lists them)")
+      ->required();
+}
+
 void CommandLine::AddProbe() {
   probe_cmd_ = Sub("probe",
                    "Read-only NVML inventory: versions, bound symbols, GPUs, GI profiles and "
@@ -296,6 +312,7 @@ int CommandLine::Run(std::ostream& out, std::ostream& err) {
     if (reclaim_gpu_opt_->count() > 0) reclaim_.gpu = reclaim_gpu_;
     return RunReclaim(client, reclaim_, out, err);
   }
+  if (health_clear_cmd_->parsed()) return RunHealthClear(client, health_clear_, out, err);
   if (plan_cmd_->parsed()) return RunPlanCommand(client, out, err);
   if (probe_cmd_->parsed()) {
     return RunLocal(

@@ -127,6 +127,35 @@ TEST_F(MigctlApiTest, ServerErrorsGiveTheDocumentedExitCodes) {
   EXPECT_THAT(r.err, HasSubstr("ALREADY_EXISTS"));
 }
 
+TEST_F(MigctlApiTest, HealthClearMakesAnUnhealthyGpuAllocatableAgain) {
+  Boot("a100-40gb:2");
+  mgr_->health_sink().MarkGpuUnhealthy(GpuIndex(1), "GPU 1: xid 79");
+  Result r = Run({"allocate", "--id", "a", "--owner", "o", "gpu1/1g.5gb"});
+  EXPECT_EQ(r.rc, kExitServerError) << r.err;  // FAILED_PRECONDITION: the GPU is unhealthy
+  r = Run({"status"});
+  EXPECT_THAT(r.out, HasSubstr("UNHEALTHY: GPU 1: xid 79"));
+  r = Run({"health", "clear", "--gpu", "1"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "GPU 1: cleared the GPU's health mark and 0 instance mark(s); it takes new "
+            "allocations again\n");
+  r = Run({"status"});
+  EXPECT_THAT(r.out, Not(HasSubstr("UNHEALTHY")));
+  r = Run({"allocate", "--id", "a", "--owner", "o", "gpu1/1g.5gb"});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  r = Run({"health", "clear", "--gpu", "1"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out, "GPU 1: nothing to clear (no health marks)\n");
+}
+
+TEST_F(MigctlApiTest, HealthClearOfAGpuThisNodeDoesNotHaveIsNotFound) {
+  Boot("a100-40gb:1");
+  const Result r = Run({"health", "clear", "--gpu", "4"});
+  EXPECT_EQ(r.rc, kExitNotFound) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("NOT_FOUND: GPU 4 is not on this node (GPUs: 0; migctl status "
+                               "lists the GPUs)"));
+}
+
 TEST_F(MigctlApiTest, UnreachableAfterShutdown) {
   Boot("a100-40gb:1");
   server_->Shutdown(std::chrono::milliseconds(0));

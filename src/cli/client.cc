@@ -170,4 +170,16 @@ int RunReclaim(const ClientOptions& client, const ReclaimOptions& options, std::
   return kExitOk;
 }
 
+int RunHealthClear(const ClientOptions& client, const HealthClearOptions& options,
+                   std::ostream& out, std::ostream& err) {
+  migd::v1::ClearHealthRequest request;
+  request.set_gpu(options.gpu);
+  Connection conn(client);
+  migd::v1::ClearHealthResponse response;
+  const grpc::Status s = conn.Call(&MigManager::Stub::ClearHealth, request, &response);
+  if (!s.ok()) return ReportRpcError(client, "health clear", s, err);
+  return Print(client, "health clear", response, HealthClearTable(options.gpu, response), out,
+               err);
+}
+
 }  // namespace migd::cli

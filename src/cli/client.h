@@ -1,7 +1,8 @@
 // File: cli/client.h
 //
 // migctl's client subcommands: `status`, `list`, `allocate`, `release`,
-// `plan` (online, without --layout) and `reclaim`, each one unary call (two
+// `plan` (online, without --layout), `reclaim` and `health clear`, each one
+// unary call (two
 // for status) to migd.v1.MigManager over migd's unix socket. This file turns
 // parsed options into requests, calls the generated stub with a deadline,
 // prints the reply as table, JSON or YAML, and maps the outcome to migctl's
@@ -19,7 +20,7 @@
 //     within --timeout (DEADLINE_EXCEEDED)
 //   3 catalogue mismatch (probe --compare-catalog)
 //   4 no placement: RESOURCE_EXHAUSTED
-//   5 NOT_FOUND (unknown request id or MIG UUID)
+//   5 NOT_FOUND (unknown request id, MIG UUID or GPU)
 //   6 any other server error (FAILED_PRECONDITION, ALREADY_EXISTS, ABORTED,
 //     INTERNAL, ...), and `reclaim` when some destroys failed
 //
@@ -55,6 +56,9 @@ int RunRemotePlan(const ClientOptions& client, const RemotePlanOptions& options,
                   std::ostream& err);
 int RunReclaim(const ClientOptions& client, const ReclaimOptions& options, std::ostream& out,
                std::ostream& err);
+// Clears the health marks of one GPU and its instances (ClearHealth).
+int RunHealthClear(const ClientOptions& client, const HealthClearOptions& options,
+                   std::ostream& out, std::ostream& err);
 
 }  // namespace migd::cli
 

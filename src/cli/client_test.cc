@@ -47,6 +47,7 @@ struct Answers {
   migd::v1::ReleaseResponse release;
   migd::v1::PlanResponse plan;
   migd::v1::ReclaimResponse reclaim;
+  migd::v1::ClearHealthResponse clear_health;
 };
 struct Received {
   migd::v1::ListRequest list;
@@ -54,6 +55,7 @@ struct Received {
   migd::v1::ReleaseRequest release;
   migd::v1::PlanRequest plan;
   migd::v1::ReclaimRequest reclaim;
+  migd::v1::ClearHealthRequest clear_health;
 };
 
 // Answers every call with the canned response, or with `error` when set;
@@ -128,6 +130,11 @@ class FakeMigManager final : public migd::v1::MigManager::Service {
                        migd::v1::ReclaimResponse* response) override {
     MutexLock lock(&mu_);
     return Answer(*request, &received_.reclaim, answers_.reclaim, response);
+  }
+  grpc::Status ClearHealth(grpc::ServerContext*, const migd::v1::ClearHealthRequest* request,
+                           migd::v1::ClearHealthResponse* response) override {
+    MutexLock lock(&mu_);
+    return Answer(*request, &received_.clear_health, answers_.clear_health, response);
   }
 
  private:
@@ -505,6 +512,47 @@ TEST_F(ClientTest, ReclaimSendsFiltersAndFailsWhenADestroyFailed) {
   r = Run({"reclaim"});
   EXPECT_EQ(r.rc, 0);
   EXPECT_EQ(r.out, "nothing to reclaim: no Idle instance matches\n");
+}
+
+TEST_F(ClientTest, HealthClearSendsTheGpuAndPrintsWhatWasCleared) {
+  fake_.EditAnswers([](Answers& a) {
+    a.clear_health.set_gpu_was_unhealthy(true);
+    a.clear_health.set_instances_cleared(2);
+  });
+  Result r = Run({"health", "clear", "--gpu", "3"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(fake_.received().clear_health.gpu(), 3u);
+  EXPECT_EQ(r.out,
+            "GPU 3: cleared the GPU's health mark and 2 instance mark(s); it takes new "
+            "allocations again\n");
+  r = Run({"health", "clear", "--gpu", "3", "-o", "json"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const nlohmann::json doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["gpuWasUnhealthy"], true);
+  EXPECT_EQ(doc["instancesCleared"], 2);
+  fake_.EditAnswers([](Answers& a) { a.clear_health.Clear(); });
+  r = Run({"health", "clear", "--gpu", "0"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out, "GPU 0: nothing to clear (no health marks)\n");
+}
+
+TEST_F(ClientTest, HealthClearUsageErrorsNeverReachMigd) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"health", "clear"}, {"health"}, {"health", "clear", "--gpu", "x"},
+        {"health", "reset", "--gpu", "0"}}) {
+    const Result r = Run(args);
+    EXPECT_EQ(r.rc, kExitUsage) << args.size() << r.err;
+  }
+  EXPECT_EQ(fake_.calls(), 0);
+}
+
+TEST_F(ClientTest, HealthClearOfAnUnknownGpuExitsNotFoundPointingAtStatus) {
+  fake_.SetError(grpc::Status(grpc::StatusCode::NOT_FOUND, "GPU 9 is not on this node"));
+  const Result r = Run({"health", "clear", "--gpu", "9"});
+  EXPECT_EQ(r.rc, kExitNotFound);
+  EXPECT_THAT(r.err, HasSubstr("migctl health clear: NOT_FOUND: GPU 9 is not on this node"));
+  EXPECT_THAT(r.err, HasSubstr("`migctl status` lists the GPUs"));
+  EXPECT_THAT(r.err, Not(HasSubstr("request ids")));
 }
 
 // Server errors end to end: exit code, the code's name, migd's message and

@@ -23,13 +23,14 @@ std::string TimeoutText(std::chrono::milliseconds t) {
   return std::to_string(t.count()) + "ms";
 }
 
-// Extra advice per code, appended to the server's message.
-std::string_view Hint(grpc::StatusCode code) {
+// Extra advice per code (and command), appended to the server's message.
+std::string_view Hint(grpc::StatusCode code, std::string_view command) {
   switch (code) {
     case grpc::StatusCode::RESOURCE_EXHAUSTED:
       return "`migctl status` shows what is free; `migctl plan PROFILE...` shows what would "
              "fit; `migctl reclaim` destroys Idle instances";
     case grpc::StatusCode::NOT_FOUND:
+      if (command == "health clear") return "`migctl status` lists the GPUs by index";
       return "`migctl list` shows request ids and MIG UUIDs";
     case grpc::StatusCode::ALREADY_EXISTS:
       return "the request id belongs to a different allocation; use a new --id";
@@ -143,7 +144,7 @@ int ReportRpcError(const ClientOptions& client, std::string_view command, const 
       break;
   }
   err << prefix << CodeName(s.error_code()) << ": " << s.error_message() << "\n";
-  const std::string_view hint = Hint(s.error_code());
+  const std::string_view hint = Hint(s.error_code(), command);
   if (!hint.empty()) err << "  (" << hint << ")\n";
   return ExitCodeFor(s.error_code());
 }

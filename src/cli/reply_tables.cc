@@ -160,4 +160,16 @@ std::string ReclaimTable(const migd::v1::ReclaimResponse& response) {
   return out;
 }
 
+std::string HealthClearTable(uint32_t gpu, const migd::v1::ClearHealthResponse& response) {
+  const std::string name = "GPU " + std::to_string(gpu) + ": ";
+  if (!response.gpu_was_unhealthy() && response.instances_cleared() == 0) {
+    return name + "nothing to clear (no health marks)\n";
+  }
+  std::string out = name + "cleared ";
+  if (response.gpu_was_unhealthy()) out += "the GPU's health mark and ";
+  out += std::to_string(response.instances_cleared()) + " instance mark(s)";
+  if (response.gpu_was_unhealthy()) out += "; it takes new allocations again";
+  return out + "\n";
+}
+
 }  // namespace migd::cli

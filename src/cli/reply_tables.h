@@ -20,6 +20,9 @@ std::string AllocateTable(const migd::v1::AllocateResponse& response);
 std::string ReleaseTable(const migd::v1::ReleaseResponse& response);
 std::string PlanTable(const migd::v1::PlanResponse& response);
 std::string ReclaimTable(const migd::v1::ReclaimResponse& response);
+// "GPU 1: cleared the GPU's health mark and 2 instance mark(s); it takes new
+// allocations again" or "GPU 1: nothing to clear (no health marks)".
+std::string HealthClearTable(uint32_t gpu, const migd::v1::ClearHealthResponse& response);
 
 }  // namespace migd::cli
 

@@ -64,6 +64,9 @@ struct ReclaimOptions {
   std::optional<uint32_t> gpu;
   std::string profile;
 };
+struct HealthClearOptions {
+  uint32_t gpu = 0;  // GPU index (required flag)
+};
 
 // Builds an AllocateRequest; kInvalidArgument names the flag at fault
 // (--id missing, neither or both of --owner/--pod, bad items).

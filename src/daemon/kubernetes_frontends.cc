@@ -139,11 +139,14 @@ MaybeFailure KubernetesFrontends::StartAfterRecovery(const Config& config,
   hopts.resource_name = config.kubernetes.resource_name;
   hopts.node_lock_expiry = config.kubernetes.node_lock_expiry;
   hami_backend_ = std::make_unique<k8s::HamiBackend>(kube_.get(), manager, &Clock::Real(), hopts);
+  // Publishes hami.io/node-nvidia-register once, then releases the
+  // instances of ended pods and re-publishes periodically, and at once when
+  // a GPU's health changes.
+  pod_watcher_ = std::make_unique<k8s::PodWatcher>(hami_backend_.get(), k8s::PodWatcherOptions{});
+  hami_backend_->SetRegistrationChangedCallback(
+      [watcher = pod_watcher_.get()] { watcher->RequestRegistration(); });
   deferred_backend_.Set(hami_backend_.get());
   health_forwarder_.Set(hami_backend_.get());
-  // Publishes hami.io/node-nvidia-register once, then releases the
-  // instances of ended pods and re-publishes periodically.
-  pod_watcher_ = std::make_unique<k8s::PodWatcher>(hami_backend_.get(), k8s::PodWatcherOptions{});
   pod_watcher_->Start();
   return std::nullopt;
 }
@@ -154,8 +157,8 @@ void KubernetesFrontends::Stop() {
   if (device_plugin_) device_plugin_->Stop();
   if (pod_watcher_) pod_watcher_->Stop();
   device_plugin_.reset();
+  health_forwarder_.Set(nullptr);  // no health change reaches the watcher after this
   pod_watcher_.reset();
-  health_forwarder_.Set(nullptr);
   hami_backend_.reset();
 }
 

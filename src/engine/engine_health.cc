@@ -3,6 +3,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "engine/tracked_instance.h"
 
 namespace migd::engine {
@@ -26,6 +28,7 @@ void Mark(TrackedInstance& inst, std::string reason, std::vector<TrackedInstance
 
 void EngineHealth::MarkInstanceUnhealthy(GpuIndex gpu, NvmlGiId gi, std::optional<NvmlCiId> ci,
                                          uint64_t xid) {
+  MutexLock serial(&mu_);
   std::vector<TrackedInstance> marked;
   bool found = false;
   {
@@ -52,13 +55,20 @@ void EngineHealth::MarkInstanceUnhealthy(GpuIndex gpu, NvmlGiId gi, std::optiona
 }
 
 void EngineHealth::MarkGpuUnhealthy(GpuIndex gpu, const std::string& reason) {
+  MutexLock serial(&mu_);
+  MarkGpu(gpu, reason, /*write_mark=*/true);
+}
+
+void EngineHealth::MarkGpu(GpuIndex gpu, const std::string& reason, bool write_mark) {
   std::vector<TrackedInstance> marked;
+  bool new_mark = false;
   {
     MutexLock lock(registry_.mu());
     HealthChange change;
     change.gpu = gpu;
     change.reason = reason;
-    change.gpu_unhealthy = registry_.unhealthy_gpus().emplace(gpu.value(), reason).second;
+    change.gpu_changed = registry_.unhealthy_gpus().emplace(gpu.value(), reason).second;
+    new_mark = change.gpu_changed;
     for (auto& [key, inst] : registry_.instances()) {
       if (inst.gpu != gpu || inst.unhealthy) continue;  // the first reason stays
       Mark(inst, "GPU unhealthy: " + reason, marked);
@@ -67,25 +77,106 @@ void EngineHealth::MarkGpuUnhealthy(GpuIndex gpu, const std::string& reason) {
     }
     Announce(std::move(change));
   }
+  if (new_mark && write_mark && marks_ != nullptr) {
+    const driver::GpuInfo info = gpus_.InfoOf(gpu.value());
+    // A GPU known by index only (never listed) has no UUID to key a file:
+    // its mark holds in memory; it takes no allocation anyway.
+    if (!info.uuid.value().empty()) {
+      store::GpuMark mark;
+      mark.gpu_uuid = info.uuid;
+      mark.gpu_index = gpu.value();
+      mark.reason = reason;
+      Status s = marks_->Put(std::move(mark));
+      if (!s.ok()) {
+        spdlog::error("health: cannot record the mark of GPU {} (it holds until migd restarts): {}",
+                      gpu.value(), s.ToString());
+      }
+    }
+  }
   Persist(marked);
 }
 
-size_t EngineHealth::ClearGpu(GpuIndex gpu) {
+std::optional<uint32_t> EngineHealth::IndexOf(const GpuUuid& uuid) const {
+  for (uint32_t i : gpus_.Indices()) {
+    if (gpus_.Listed(i) && gpus_.InfoOf(i).uuid == uuid) return i;
+  }
+  return std::nullopt;
+}
+
+void EngineHealth::Restore(const store::GpuMarkLoad& load) {
+  MutexLock serial(&mu_);
+  for (const store::GpuMark& m : load.other_boot) {
+    spdlog::info("health: dropped the mark of GPU {} ({}) from another boot: {}", m.gpu_index,
+                 m.gpu_uuid.value(), m.reason);
+  }
+  const std::vector<uint32_t> entries = gpus_.Indices();
+  for (const store::GpuMark& m : load.marks) {
+    std::optional<uint32_t> index = IndexOf(m.gpu_uuid);
+    // A GPU this boot's listing skipped is known by index only; within one
+    // boot the index is the same GPU's.
+    if (!index && std::find(entries.begin(), entries.end(), m.gpu_index) != entries.end() &&
+        !gpus_.Listed(m.gpu_index)) {
+      index = m.gpu_index;
+    }
+    if (!index) {
+      spdlog::warn("health: the mark of GPU {} ({}: {}) names a GPU this node does not list; it "
+                   "stays on disk",
+                   m.gpu_index, m.gpu_uuid.value(), m.reason);
+      continue;
+    }
+    MarkGpu(GpuIndex(*index), m.reason, /*write_mark=*/false);
+  }
+  for (const store::GpuMarkProblem& p : load.problems) {
+    const std::optional<uint32_t> index = p.gpu_uuid ? IndexOf(*p.gpu_uuid) : std::nullopt;
+    if (!index) {
+      spdlog::warn("health: {} (no GPU of this node; left in place)", p.reason);
+      continue;
+    }
+    // Fail closed: a mark that cannot be read may have said unhealthy.
+    const std::string reason = "unreadable health mark (" + p.reason +
+                               "); check the GPU, then run migctl health clear --gpu " +
+                               std::to_string(*index);
+    spdlog::error("health: GPU {}: {}", *index, reason);
+    MarkGpu(GpuIndex(*index), reason, /*write_mark=*/false);
+  }
+}
+
+StatusOr<HealthClearResult> EngineHealth::ClearGpu(GpuIndex gpu) {
+  MutexLock serial(&mu_);
+  if (marks_ != nullptr) {
+    const driver::GpuInfo info = gpus_.InfoOf(gpu.value());
+    if (!info.uuid.value().empty()) {
+      Status removed = marks_->Remove(info.uuid);
+      if (!removed.ok()) {
+        return removed.WithContext("GPU " + std::to_string(gpu.value()) +
+                                   ": cannot remove its health mark, nothing was cleared");
+      }
+    }
+  }
   std::vector<TrackedInstance> cleared;
+  HealthClearResult result;
   {
     MutexLock lock(registry_.mu());
-    registry_.unhealthy_gpus().erase(gpu.value());
+    HealthChange change;
+    change.gpu = gpu;
+    change.cleared = true;
+    change.gpu_changed = registry_.unhealthy_gpus().erase(gpu.value()) > 0;
+    result.gpu_was_unhealthy = change.gpu_changed;
     for (auto& [key, inst] : registry_.instances()) {
       if (inst.gpu != gpu || !inst.unhealthy) continue;
       inst.unhealthy = false;
       inst.health_reason.clear();
+      ++result.instances_cleared;
       if (RecordsHealth(inst)) cleared.push_back(inst);
+      registry_.AnnounceMark(inst, EventReason::kHealthCleared);
+      change.instances.push_back(ViewOf(inst));
     }
+    Announce(std::move(change));
   }
   Persist(cleared);
-  spdlog::info("health: GPU {} cleared by the operator ({} instance marks)", gpu.value(),
-               cleared.size());
-  return cleared.size();
+  spdlog::info("health: GPU {} cleared by the operator (GPU mark: {}, {} instance marks)",
+               gpu.value(), result.gpu_was_unhealthy ? "yes" : "no", result.instances_cleared);
+  return result;
 }
 
 void EngineHealth::Persist(const std::vector<TrackedInstance>& marked) {
@@ -103,7 +194,7 @@ void EngineHealth::OnEvent(const driver::GpuEvent& event, HealthAction action) {
 }
 
 void EngineHealth::Announce(HealthChange change) {
-  if (listener_ == nullptr || (!change.gpu_unhealthy && change.instances.empty())) return;
+  if (listener_ == nullptr || (!change.gpu_changed && change.instances.empty())) return;
   change.time = clock_.Now();
   listener_->OnHealthChange(change);
 }

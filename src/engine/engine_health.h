@@ -7,15 +7,20 @@
 // (reason kMarkedUnhealthy, Registry::AnnounceMark). Each event that marks
 // something new is told to the EngineListener (OnHealthChange, with the
 // registry lock held, like OnInstanceEvent), and every event handled to
-// OnGpuEvent. An instance mark is written to the instance's record (Active
+// OnGpuEvent; the operator's clear is announced the same way. An instance mark is written to the instance's record (Active
 // and Idle ones; others are on their way out), so recovery restores it after
-// a restart. The lifecycle rules that read the marks:
+// a restart; a GPU's own mark is written to the GpuMarkStore
+// (store/gpu_mark_store.h) and restored by Restore before the Manager serves
+// anything. The lifecycle rules that read the marks:
 //   Allocator::Reservable      an unhealthy Idle instance is never reused
 //   Allocator::Release         an unhealthy instance is destroyed, not kept Idle
 //   Reconciler::ReclaimUnhealthy  unhealthy Idle instances are reclaimed
 //   plan_input                 an unhealthy GPU is not offered to the planner
 //
-// Thread-safety: called on the monitor's thread; takes the registry lock.
+// Thread-safety: called on the monitor's thread (and ClearGpu on an API
+// thread); marks and clears are serialised by the class's own lock, taken
+// before the registry lock and held across their disk writes, so that the
+// disk ends as memory does.
 #ifndef MIGD_ENGINE_ENGINE_HEALTH_H_
 #define MIGD_ENGINE_ENGINE_HEALTH_H_
 
@@ -23,47 +28,79 @@
 #include <string>
 
 #include "base/clock.h"
+#include "base/mutex.h"
 #include "engine/events.h"
+#include "engine/gpu_table.h"
 #include "engine/health_monitor.h"
 #include "engine/journal.h"
+#include "engine/manager_types.h"
 #include "engine/registry.h"
+#include "store/gpu_mark_store.h"
 
 namespace migd::engine {
 
 class EngineHealth final : public HealthSink {
  public:
   // `request_drift` runs a drift check of one GPU (the reconciler's); it is
-  // called without the registry lock. `listener` may be null; not owned.
-  EngineHealth(Registry& registry, RecordJournal& journal, Clock& clock,
-               EngineListener* listener, std::function<void(GpuIndex)> request_drift)
+  // called without the registry lock. `listener` and `marks` may be null
+  // (no GPU mark on disk then); not owned.
+  EngineHealth(Registry& registry, const GpuTable& gpus, RecordJournal& journal,
+               store::GpuMarkStore* marks, Clock& clock, EngineListener* listener,
+               std::function<void(GpuIndex)> request_drift)
       : registry_(registry),
+        gpus_(gpus),
         journal_(journal),
+        marks_(marks),
         clock_(clock),
         listener_(listener),
         request_drift_(std::move(request_drift)) {}
 
   void MarkInstanceUnhealthy(GpuIndex gpu, NvmlGiId gi, std::optional<NvmlCiId> ci,
-                             uint64_t xid) override;
-  void MarkGpuUnhealthy(GpuIndex gpu, const std::string& reason) override;
+                             uint64_t xid) override ABSL_LOCKS_EXCLUDED(mu_);
+  // Marks the GPU and its instances; a new GPU mark is written to the
+  // GpuMarkStore (a failed write is logged: the mark holds until a restart).
+  void MarkGpuUnhealthy(GpuIndex gpu, const std::string& reason) override
+      ABSL_LOCKS_EXCLUDED(mu_);
   void OnMigConfigChange(GpuIndex gpu) override { request_drift_(gpu); }
   void OnEvent(const driver::GpuEvent& event, HealthAction action) override;
 
   // The operator's clear: the GPU's mark and the marks of every instance on
-  // it, written to their records. A GPU without marks: OK, nothing changes.
-  // Returns how many instance marks were cleared.
-  size_t ClearGpu(GpuIndex gpu);
+  // it, written to their records. Each cleared instance gets an
+  // InstanceEvent (reason kHealthCleared); a clear that changed anything is
+  // told to OnHealthChange (cleared = true). A GPU without marks: OK,
+  // nothing changes, nothing is announced. The GPU's mark file is removed
+  // first: if that fails, the error is returned and nothing is cleared.
+  StatusOr<HealthClearResult> ClearGpu(GpuIndex gpu) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Recovery: applies the GPU marks of this boot (by GPU UUID; a GPU that
+  // listing skipped, by the mark's index) and fails closed on a mark file
+  // of a present GPU that cannot be read: that GPU is marked unhealthy with
+  // a reason naming the file and the fix. Marks and problems of GPUs this
+  // node does not have are logged and left on disk.
+  void Restore(const store::GpuMarkLoad& load) ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
+  // Marks the GPU and its instances in memory and their records;
+  // `write_mark`: also the GPU's mark file.
+  void MarkGpu(GpuIndex gpu, const std::string& reason, bool write_mark)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The index of the listed GPU of `uuid`, if any.
+  std::optional<uint32_t> IndexOf(const GpuUuid& uuid) const;
   // Tells the listener, if anything was newly marked.
   void Announce(HealthChange change) ABSL_EXCLUSIVE_LOCKS_REQUIRED(registry_.mu());
   // Writes the records of `marked` (copies taken under the registry lock).
   void Persist(const std::vector<TrackedInstance>& marked);
 
   Registry& registry_;
+  const GpuTable& gpus_;
   RecordJournal& journal_;
+  store::GpuMarkStore* const marks_;
   Clock& clock_;
   EngineListener* const listener_;
   const std::function<void(GpuIndex)> request_drift_;
+  // Serialises marks and clears with their disk writes (guards the disk's
+  // agreement with the registry's marks; acquired before the registry lock).
+  Mutex mu_;
 };
 
 }  // namespace migd::engine

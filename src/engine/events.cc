@@ -30,6 +30,7 @@ std::string_view EventReasonName(EventReason reason) {
       return "warm-pool";
     case EventReason::kUnhealthy: return "unhealthy";
     case EventReason::kMarkedUnhealthy: return "marked-unhealthy";
+    case EventReason::kHealthCleared: return "health-cleared";
     case EventReason::kRecovery:
       return "recovery";
   }

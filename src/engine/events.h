@@ -7,14 +7,17 @@
 //                    loaded by recovery (reason "recovery") and state -> kNone
 //                    when an instance leaves the registry (reason "destroy"),
 //                    and state -> same state (reason "marked-unhealthy") when
-//                    the health monitor marks an instance.
+//                    the health monitor marks an instance, or (reason
+//                    "health-cleared") when the operator clears its mark.
 //   OnAllocation     once per Allocate call, after it returns.
 //   OnReclaim        once per destroyed Idle instance, by why it was chosen.
 //   OnGpuEvent       every GPU event the health monitor handled (ignored
 //                    Xids included), with the action taken (HealthActionName).
 //   OnHealthChange   a GPU or instances newly marked unhealthy (one call per
-//                    event that marked anything), so that front ends (device
-//                    plugin, HAMi annotation, Watch) learn at once.
+//                    event that marked anything), or their marks cleared by
+//                    the operator (one call per clear that changed
+//                    anything), so that front ends (device plugin, HAMi
+//                    annotation, Watch) learn at once.
 //
 // Thread-safety: implementations must be thread-safe and must not call back
 // into the Manager. OnInstanceEvent, OnGpuEvent and OnHealthChange are called with the Manager's registry lock
@@ -55,11 +58,13 @@ enum class EventReason {
   kRecovery,         // loaded at startup
   kUnhealthy,        // Idle -> Reclaiming: the health monitor marked it
   kMarkedUnhealthy,  // state -> same state: the health monitor just marked it
+  kHealthCleared,    // state -> same state: the operator cleared its mark
 };
 
 // "allocate", "release", "reclaim-pressure", "reclaim-ttl", "reclaim-cap",
 // "reclaim-operator", "rollback", "destroy", "destroy-failed", "error-retry",
-// "drift", "warm-pool", "recovery", "unhealthy", "marked-unhealthy".
+// "drift", "warm-pool", "recovery", "unhealthy", "marked-unhealthy",
+// "health-cleared".
 std::string_view EventReasonName(EventReason reason);
 
 struct InstanceEvent {
@@ -91,13 +96,20 @@ struct AllocationOutcome {
   std::chrono::nanoseconds duration{0};
 };
 
-// What one health event changed (engine/engine_health.h).
+// What one health event, or one operator clear, changed
+// (engine/engine_health.h).
 struct HealthChange {
   Clock::TimePoint time{};  // wall clock (Clock::Now)
   GpuIndex gpu;
-  bool gpu_unhealthy = false;  // the GPU itself was marked (GPU lost, unattributed Xid)
-  std::string reason;          // as in GpuView / InstanceView health_reason
-  // Instances newly marked unhealthy by this event (after the change).
+  // false: marks were set (by the health monitor); true: marks were removed
+  // (Manager::ClearGpuHealth).
+  bool cleared = false;
+  // The GPU's own mark was set (GPU lost, unattributed Xid) or, when
+  // `cleared`, removed: its devices' health changed.
+  bool gpu_changed = false;
+  std::string reason;  // the mark's reason (as GpuView health_reason); empty when cleared
+  // Instances newly marked unhealthy, or whose marks were cleared (after the
+  // change).
   std::vector<InstanceView> instances;
 };
 

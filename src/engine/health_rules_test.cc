@@ -25,9 +25,12 @@ using ::testing::HasSubstr;
 class HealthListener final : public EngineListener {
  public:
   void OnInstanceEvent(const InstanceEvent& e) override {
-    if (e.reason != EventReason::kMarkedUnhealthy) return;
+    if (e.reason != EventReason::kMarkedUnhealthy && e.reason != EventReason::kHealthCleared) {
+      return;
+    }
     MutexLock lock(&mu_);
-    marks_.push_back(std::string(InstanceStateName(e.from)) + ">" +
+    marks_.push_back(std::string(e.reason == EventReason::kHealthCleared ? "cleared " : "") +
+                     std::string(InstanceStateName(e.from)) + ">" +
                      std::string(InstanceStateName(e.to)) + ":" + e.instance.profile +
                      (e.instance.unhealthy ? "!" : "?"));
   }
@@ -43,7 +46,8 @@ class HealthListener final : public EngineListener {
   }
   void OnHealthChange(const HealthChange& c) override {
     MutexLock lock(&mu_);
-    std::string s = "gpu " + std::to_string(c.gpu.value()) + (c.gpu_unhealthy ? " unhealthy" : "");
+    std::string s = std::string(c.cleared ? "cleared " : "") + "gpu " +
+                    std::to_string(c.gpu.value()) + (c.gpu_changed ? " unhealthy" : "");
     for (const InstanceView& v : c.instances) {
       s += " " + v.profile + (v.unhealthy ? "!" : "?") + "(" + v.health_reason + ")";
     }
@@ -276,6 +280,42 @@ TEST_F(HealthRulesTest, EveryHandledEventReachesOnGpuEventWithItsAction) {
   EXPECT_THAT(listener_.gpu_events()[0], HasSubstr("ignored"));
   EXPECT_THAT(listener_.gpu_events()[1], HasSubstr("instance-unhealthy"));
   EXPECT_THAT(listener_.changes(), ElementsAre("gpu 0 1g.5gb!(xid 94)"));
+}
+
+TEST_F(HealthRulesTest, AClearIsAnnouncedOnceWithTheGpuAndTheInstancesItCleared) {
+  Machine("a100-40gb:2");
+  Start();
+  One("r1", 0);
+  One("r2", 1);
+  mgr_->health_sink().MarkGpuUnhealthy(GpuIndex(0), "GPU 0: xid 79");
+  MIGD_ASSERT_OK(mgr_->ClearGpuHealth(GpuIndex(0)).status());
+  EXPECT_THAT(listener_.changes(),
+              ElementsAre("gpu 0 unhealthy 1g.5gb!(GPU unhealthy: GPU 0: xid 79)",
+                          "cleared gpu 0 unhealthy 1g.5gb?()"));
+  // Watch and metrics hear one health-cleared event per cleared instance.
+  EXPECT_THAT(listener_.marks(),
+              ElementsAre("Active>Active:1g.5gb!", "cleared Active>Active:1g.5gb?"));
+  EXPECT_FALSE(mgr_->Gpus()[0].unhealthy);
+}
+
+TEST_F(HealthRulesTest, ClearingAnInstanceMarkOnAHealthyGpuLeavesTheGpuUnchanged) {
+  Machine("a100-40gb:1");
+  Start();
+  const InstanceView v = One("r1");
+  MarkInstance(v, 94);
+  MIGD_ASSERT_OK(mgr_->ClearGpuHealth(GpuIndex(0)).status());
+  EXPECT_THAT(listener_.changes(), ElementsAre("gpu 0 1g.5gb!(xid 94)", "cleared gpu 0 1g.5gb?()"));
+}
+
+TEST_F(HealthRulesTest, AClearThatChangesNothingAnnouncesNothing) {
+  Machine("a100-40gb:1");
+  Start();
+  One("r1");
+  MIGD_ASSERT_OK(mgr_->ClearGpuHealth(GpuIndex(0)).status());
+  EXPECT_THAT(mgr_->ClearGpuHealth(GpuIndex(5)).status(),
+              StatusIs(StatusCode::kNotFound, HasSubstr("GPU 5")));
+  EXPECT_TRUE(listener_.changes().empty());
+  EXPECT_TRUE(listener_.marks().empty());
 }
 
 }  // namespace

@@ -44,9 +44,11 @@ AllocationPath PathOf(const Allocation& a) {
 }  // namespace
 
 Manager::Manager(ManagerOptions options, driver::GpuDriver& driver, store::RecordStore& store,
-                 Clock& clock, InstanceObserver* observer)
+                 std::unique_ptr<store::GpuMarkStore> gpu_marks, Clock& clock,
+                 InstanceObserver* observer)
     : options_(std::move(options)),
       observer_(observer != nullptr ? *observer : noop_observer_),
+      gpu_marks_(std::move(gpu_marks)),
       gpus_(std::make_unique<GpuTable>()),
       registry_(std::make_unique<Registry>(clock, options_.listener)),
       policy_(std::make_unique<Policy>(InitialPolicy(options_))),
@@ -65,7 +67,7 @@ Manager::Manager(ManagerOptions options, driver::GpuDriver& driver, store::Recor
       // pass, at most one pending per GPU (no NVML call on the monitor's
       // thread, nothing on the allocation path).
       health_(std::make_unique<EngineHealth>(
-          *registry_, *journal_, clock, options_.listener,
+          *registry_, *gpus_, *journal_, gpu_marks_.get(), clock, options_.listener,
           [this](GpuIndex gpu) { reconciler_->RequestDriftCheck(gpu); })),
       clock_(clock) {}
 
@@ -82,11 +84,18 @@ StatusOr<std::unique_ptr<Manager>> Manager::Create(ManagerOptions options,
   if (options.reconcile_interval <= Clock::Duration::zero()) {
     return InvalidArgumentError("ManagerOptions.reconcile_interval must be positive");
   }
-  std::unique_ptr<Manager> m(new Manager(std::move(options), driver, store, clock, observer));
+  MIGD_ASSIGN_OR_RETURN(std::unique_ptr<store::GpuMarkStore> gpu_marks,
+                        store::GpuMarkStore::Open(store.dir(), options.boot_id, clock));
+  MIGD_ASSIGN_OR_RETURN(store::GpuMarkLoad marks, gpu_marks->LoadAll());
+  std::unique_ptr<Manager> m(
+      new Manager(std::move(options), driver, store, std::move(gpu_marks), clock, observer));
   Recovery recovery(m->options_, driver, *m->journal_, *m->registry_, *m->gpus_, *m->executor_,
                     m->observer_, clock);
   std::map<uint32_t, std::string> outcomes;
   MIGD_ASSIGN_OR_RETURN(m->recovery_, recovery.Run(owners, &outcomes));
+  // Before anything is served: no allocation may land on a GPU marked in
+  // this boot, nor on one whose mark cannot be read.
+  m->health_->Restore(marks);
   m->rediscovery_->SetOutcomes(std::move(outcomes));
   // Warm-pool and allowlist names can only be checked against the GPUs.
   MIGD_RETURN_IF_ERROR(m->SetPolicy(m->policy()));
@@ -160,7 +169,7 @@ StatusOr<ReconcileReport> Manager::ReconcileOnce() { return reconciler_->RunOnce
 
 HealthSink& Manager::health_sink() { return *health_; }
 
-StatusOr<size_t> Manager::ClearGpuHealth(GpuIndex gpu) {
+StatusOr<HealthClearResult> Manager::ClearGpuHealth(GpuIndex gpu) {
   if (!gpus_->Listed(gpu.value())) {
     return NotFoundError("GPU " + std::to_string(gpu.value()) +
                          " is not on this node (migctl status lists the GPUs)");

@@ -56,6 +56,7 @@
 #include "mig/catalog.h"
 #include "planner/demand_mix.h"
 #include "planner/planner.h"
+#include "store/gpu_mark_store.h"
 #include "store/record_store.h"
 
 namespace migd::engine {
@@ -77,11 +78,14 @@ class Manager {
   // of every MIG-enabled GPU; the records (other boot ids discarded); owners
   // from `owners`; verification of every record and owner (UUID, GPU,
   // profile, placement, GI id, CI id); intents resolved; unknown instances
-  // preserved as foreign (or adopted).
+  // preserved as foreign (or adopted); the GPU health marks of this boot
+  // (store/gpu_mark_store.h, <stateDir>/gpu-health) restored, another boot's
+  // removed.
   // Errors: kFailedPrecondition / kDataLoss naming the GPU, the instance and
   // the mismatch when anything cannot be verified — nothing on the hardware
   // has been changed then; kInvalidArgument for bad options; driver and store
-  // errors.
+  // errors (GpuMarkStore's included: a gpu-health entry that is not a
+  // directory is kFailedPrecondition naming it).
   // REQUIRES: driver, store, clock, owners and observer (if given) outlive
   // the Manager. `observer` may be null (no-op).
   static StatusOr<std::unique_ptr<Manager>> Create(ManagerOptions options,
@@ -158,20 +162,24 @@ class Manager {
   // pass of the reconciler thread, or ReconcileOnce, serves them).
   DriftCheckCounters drift_checks() const;
   // Clears the health marks of GPU `gpu` and of every instance on it,
-  // durably (their records). kNotFound for a GPU this node does not have; a
-  // healthy GPU is OK (nothing changes). Returns the instance marks cleared.
-  StatusOr<size_t> ClearGpuHealth(GpuIndex gpu);
+  // durably (their records and the GPU's mark file). kNotFound for a GPU
+  // this node does not have; a healthy GPU is OK (nothing changes); a mark
+  // file that cannot be removed is its error (nothing cleared). Returns what
+  // was cleared.
+  StatusOr<HealthClearResult> ClearGpuHealth(GpuIndex gpu);
   // Blocks until at least `n` passes served drift checks (tests).
   void WaitForDriftPasses(uint64_t n) const;
 
  private:
   Manager(ManagerOptions options, driver::GpuDriver& driver, store::RecordStore& store,
-          Clock& clock, InstanceObserver* observer);
+          std::unique_ptr<store::GpuMarkStore> gpu_marks, Clock& clock,
+          InstanceObserver* observer);
 
   const ManagerOptions options_;
   NoopInstanceObserver noop_observer_;
   InstanceObserver& observer_;
   RecoverySummary recovery_;
+  std::unique_ptr<store::GpuMarkStore> gpu_marks_;
   // Declaration order is construction order; the reconciler (which uses all
   // of the others) is stopped first by ~Manager.
   std::unique_ptr<GpuTable> gpus_;

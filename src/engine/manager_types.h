@@ -116,6 +116,12 @@ struct ReclaimResult {
   std::vector<InstanceView> failed;  // now in Error
 };
 
+// What Manager::ClearGpuHealth cleared.
+struct HealthClearResult {
+  size_t instances_cleared = 0;    // instance marks removed
+  bool gpu_was_unhealthy = false;  // the GPU's own mark was removed
+};
+
 struct ManagerSnapshot {
   std::vector<InstanceView> instances;  // sorted by (GPU index, placement)
   std::vector<ForeignInstance> foreign;

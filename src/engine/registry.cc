@@ -72,8 +72,8 @@ void Registry::RemoveFromAllocation(const std::string& id, const store::RecordKe
   if (keys.empty()) allocations_.erase(it);
 }
 
-void Registry::AnnounceMark(const TrackedInstance& inst) {
-  Publish(inst.state, inst, EventReason::kMarkedUnhealthy);
+void Registry::AnnounceMark(const TrackedInstance& inst, EventReason reason) {
+  Publish(inst.state, inst, reason);
 }
 
 void Registry::Emit(InstanceState from, const TrackedInstance& inst, EventReason reason) {

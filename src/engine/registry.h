@@ -62,10 +62,12 @@ class Registry {
   // Adds `instance` in the state it has (a load, not a transition: recovery
   // and rediscovery) and announces it as (none) -> state with `reason`.
   void Load(const TrackedInstance& instance, EventReason reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Announces that `instance` was just marked unhealthy: one InstanceEvent
-  // state -> same state, reason kMarkedUnhealthy (no log line: the health
-  // monitor logs the event).
-  void AnnounceMark(const TrackedInstance& instance) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Announces that `instance` was just marked unhealthy (or, with
+  // kHealthCleared, that its mark was cleared): one InstanceEvent state ->
+  // same state with `reason` (no log line: the health code logs it).
+  void AnnounceMark(const TrackedInstance& instance,
+                    EventReason reason = EventReason::kMarkedUnhealthy)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Removes `instance` (already transitioned to kNone).
   void Erase(const store::RecordKey& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

@@ -14,6 +14,7 @@
 #include "base/crash_point.h"
 #include "base/defer.h"
 #include "base/file_util.h"
+#include "store/gpu_mark_store.h"
 
 namespace migd::store {
 namespace {
@@ -95,7 +96,7 @@ std::string CompactTimestamp(Clock::TimePoint t) {
 // What an entry of stateDir is, by name and lstat(2) (never followed). For
 // anything but a record file or the quarantine dir, fills `problem` and says
 // whether the entry is to be quarantined.
-enum class EntryKind { kRecordFile, kQuarantineDir, kProblem };
+enum class EntryKind { kRecordFile, kSkippedDir, kProblem };
 
 EntryKind ClassifyEntry(int dir_fd, const std::string& dir, const std::string& name,
                         LoadProblem& problem, bool& quarantine) {
@@ -106,8 +107,8 @@ EntryKind ClassifyEntry(int dir_fd, const std::string& dir, const std::string& n
   } else if (S_ISLNK(st.st_mode)) {
     problem.kind = ProblemKind::kSymlink;
     problem.reason = "a symbolic link; not followed, left in place";
-  } else if (S_ISDIR(st.st_mode) && name == kQuarantineDirName) {
-    return EntryKind::kQuarantineDir;
+  } else if (S_ISDIR(st.st_mode) && (name == kQuarantineDirName || name == kGpuMarkDirName)) {
+    return EntryKind::kSkippedDir;  // quarantine, or GpuMarkStore's (store/gpu_mark_store.h)
   } else if (!S_ISREG(st.st_mode)) {
     problem.kind = ProblemKind::kNotRegular;
     problem.reason = "not a regular file; left in place";
@@ -544,7 +545,7 @@ StatusOr<LoadResult> RecordStore::LoadAll() {
     problem.file = name;
     bool quarantine = false;
     const EntryKind kind = ClassifyEntry(::dirfd(d), dir_, name, problem, quarantine);
-    if (kind == EntryKind::kQuarantineDir) continue;
+    if (kind == EntryKind::kSkippedDir) continue;
     if (kind == EntryKind::kRecordFile) {
       std::optional<Record> rec = LoadOne(name, problem);
       if (rec) {

@@ -210,7 +210,8 @@ class RecordStore {
   //     crash: reported and quarantined;
   //   - symlinks, non-regular entries, unreadable files, HAMi's
   //     "hami-owned-*.json" and other names are reported and left in place;
-  //   - the quarantine directory itself is skipped.
+  //   - the quarantine directory and the GPU mark directory
+//     (store/gpu_mark_store.h) are skipped.
   // Records of other boots are returned with their boot id. Keys queued for
   // removal are not returned. Resets the store's view of which records exist.
   // Quarantine moves are made durable by one fsync of the quarantine

@@ -74,9 +74,11 @@ std::vector<AdvertisedDevice> HamiBackend::Devices() {
 
 void HamiBackend::OnHealthChange(const engine::HealthChange& change) {
   // A replica stands for its GPU's capacity, not for one instance: only a GPU
-  // mark changes Devices(). An unhealthy instance is never reused by the
-  // engine, so the GPU's other capacity stays on offer.
-  if (change.gpu_unhealthy) NotifyDevicesChanged();
+  // mark (set or cleared) changes Devices(). An unhealthy instance is never
+  // reused by the engine, so the GPU's other capacity stays on offer.
+  if (!change.gpu_changed) return;
+  NotifyDevicesChanged();
+  if (registration_changed_) registration_changed_();
 }
 
 std::set<int> HamiBackend::ServedContainers(const PodObject& pod) const {

@@ -7,8 +7,11 @@
 //   Devices()          HAMi's placeholder replicas `<GPU-UUID>-<i>`
 //                      (placeholder_id.h) for every MIG GPU; stable; all
 //                      Unhealthy on a GPU the health monitor marked.
-//   OnHealthChange     a GPU newly marked unhealthy: the device list changed
-//                      (the plugin sends it at once); cheap, never blocks.
+//   OnHealthChange     a GPU newly marked unhealthy, or its mark cleared: the
+//                      device list changed (the plugin sends it at once) and
+//                      so did the node registration (the registration-changed
+//                      callback, PodWatcher::RequestRegistration in the
+//                      daemon, publishes it at once); cheap, never blocks.
 //   AllocateContainer  one kubelet container, serialised node-wide as HAMi's
 //                      applyMutex:
 //     1. the pod is the one the node lock names (BoundPodFinder: kUnavailable
@@ -44,6 +47,7 @@
 #define MIGD_K8S_APISERVER_HAMI_BACKEND_H_
 
 #include <cstdint>
+#include <functional>
 #include <set>
 #include <string>
 #include <vector>
@@ -103,6 +107,12 @@ class HamiBackend final : public AllocationBackend {
 
   // engine::EngineListener::OnHealthChange's contract (registry lock held).
   void OnHealthChange(const engine::HealthChange& change);
+  // Called by OnHealthChange when PublishNodeRegistration would publish
+  // another health; must not block. Set once, before the engine's listener
+  // can reach OnHealthChange.
+  void SetRegistrationChangedCallback(std::function<void()> callback) {
+    registration_changed_ = std::move(callback);
+  }
 
   StatusOr<ReleasePassResult> ReleaseEndedPods() ABSL_LOCKS_EXCLUDED(mu_);
   Status PublishNodeRegistration();
@@ -125,6 +135,7 @@ class HamiBackend final : public AllocationBackend {
   const HamiBackendOptions options_;
   const BoundPodFinder finder_;
   const HamiPodWriter writer_;
+  std::function<void()> registration_changed_;
   Mutex mu_;  // HAMi's applyMutex: one Allocate or release pass at a time
 };
 

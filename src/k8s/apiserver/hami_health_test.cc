@@ -1,6 +1,7 @@
 // Health as kubelet and HAMi's scheduler see it: a GPU the health monitor
 // marks unhealthy reaches the fake kubelet's ListAndWatch at once (real gRPC,
-// no periodic re-read) and hami.io/node-nvidia-register reads health false.
+// no periodic re-read) and hami.io/node-nvidia-register reads health false;
+// the operator's clear makes both healthy again at once.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -11,6 +12,7 @@
 #include "engine/health_monitor.h"
 #include "k8s/deviceplugin/device_plugin_server.h"
 #include "k8s/testing/fake_kubelet.h"
+#include "k8s/apiserver/pod_watcher.h"
 #include "k8s/apiserver/testing/hami_backend_fixture.h"
 #include "testing/status_matchers.h"
 
@@ -60,6 +62,22 @@ class HamiHealthTest : public testing::HamiBackendFixture {
     MIGD_ASSERT_OK_AND_ASSIGN(plugin_, DevicePluginServer::Start(o, backend_.get()));
     ASSERT_TRUE(kubelet_->WaitForRegistration(1));
     ASSERT_TRUE(kubelet_->WaitForDevices([](const auto& d) { return d.size() == 20; }));
+  }
+  // A migd restart before kubelet and the plugin start: a new store, Manager
+  // and backend on the same state dir and hardware.
+  void RestartMigd() {
+    to_backend_.Set(nullptr);
+    backend_.reset();
+    mgr_.reset();
+    store_.reset();
+    store::RecordStoreOptions so;
+    so.boot_id = "boot-1";
+    MIGD_ASSERT_OK_AND_ASSIGN(store_, store::RecordStore::Open(dir_.Join("state"), clock_, so));
+    engine::ManagerOptions mo;
+    mo.boot_id = "boot-1";
+    mo.listener = listener_;
+    MIGD_ASSERT_OK_AND_ASSIGN(mgr_, engine::Manager::Create(mo, *fake_, *store_, clock_, owners_));
+    MakeBackend();
   }
   // "<healthy>/<unhealthy>" of GPU `gpu`'s replicas in kubelet's latest list.
   static std::string Count(const std::vector<v1beta1::Device>& devices, const std::string& uuid) {
@@ -115,6 +133,65 @@ TEST_F(HamiHealthTest, NodeRegistrationReportsHealthFalseForAnUnhealthyGpu) {
   EXPECT_EQ(v[0]["id"], Gpu(0));
   EXPECT_EQ(v[0]["health"], false);
   EXPECT_EQ(v[1]["health"], true);
+}
+
+TEST_F(HamiHealthTest, ListAndWatchSendsAClearedGpusReplicasHealthyAtOnce) {
+  StartKubeletAndPlugin();
+  const int lists = kubelet_->list_updates();
+  mgr_->health_sink().MarkGpuUnhealthy(GpuIndex(1), "xid 79");
+  ASSERT_TRUE(kubelet_->WaitForDevices([&](const auto& d) { return Count(d, Gpu(1)) == "0/10"; }));
+  MIGD_ASSERT_OK(mgr_->ClearGpuHealth(GpuIndex(1)).status());
+  ASSERT_TRUE(kubelet_->WaitForDevices([&](const auto& d) { return Count(d, Gpu(1)) == "10/0"; }));
+  EXPECT_EQ(Count(kubelet_->devices(), Gpu(0)), "10/0");
+  EXPECT_EQ(kubelet_->list_updates(), lists + 2);
+  // A clear that changes nothing sends nothing: the next list is GPU 0's mark.
+  MIGD_ASSERT_OK(mgr_->ClearGpuHealth(GpuIndex(1)).status());
+  mgr_->health_sink().MarkGpuUnhealthy(GpuIndex(0), "xid 79");
+  ASSERT_TRUE(kubelet_->WaitForDevices([&](const auto& d) { return Count(d, Gpu(0)) == "0/10"; }));
+  EXPECT_EQ(kubelet_->list_updates(), lists + 3);
+}
+
+TEST_F(HamiHealthTest, AnUnhealthyGpuIsStillUnhealthyInListAndWatchAfterARestart) {
+  mgr_->health_sink().MarkGpuUnhealthy(GpuIndex(1), "xid 79");
+  RestartMigd();
+  StartKubeletAndPlugin();
+  EXPECT_EQ(Count(kubelet_->devices(), Gpu(1)), "0/10");
+  EXPECT_EQ(Count(kubelet_->devices(), Gpu(0)), "10/0");
+  // No allocation lands there.
+  Schedule("a", {{0, Gpu(1), "1g.5gb", {0, 1}}});
+  EXPECT_FALSE(backend_->AllocateContainer({Id(0, 1)}).ok());
+}
+
+TEST_F(HamiHealthTest, AClearedGpuIsHealthyInListAndWatchAfterARestart) {
+  mgr_->health_sink().MarkGpuUnhealthy(GpuIndex(1), "xid 79");
+  MIGD_ASSERT_OK(mgr_->ClearGpuHealth(GpuIndex(1)).status());
+  RestartMigd();
+  StartKubeletAndPlugin();
+  EXPECT_EQ(Count(kubelet_->devices(), Gpu(1)), "10/0");
+}
+
+TEST_F(HamiHealthTest, NodeRegistrationFollowsAMarkAndAClearAtOnce) {
+  to_backend_.Set(backend_.get());
+  // Periodic passes an hour apart: every publication after the first is
+  // the health change's.
+  PodWatcher watcher(backend_.get(), {std::chrono::hours(1), std::chrono::hours(1)});
+  backend_->SetRegistrationChangedCallback([&watcher] { watcher.RequestRegistration(); });
+  watcher.Start();
+  ASSERT_TRUE(watcher.WaitForRegistrations(1, std::chrono::seconds(30)));
+  auto health_of_gpu0 = [&] {
+    auto reg = api_.NodeAnnotation(kTestNode, hami::kNodeRegister);
+    EXPECT_TRUE(reg.has_value());
+    return reg ? nlohmann::json::parse(*reg)[0]["health"] : nlohmann::json();
+  };
+  EXPECT_EQ(health_of_gpu0(), true);
+  mgr_->health_sink().MarkGpuUnhealthy(GpuIndex(0), "lost");
+  ASSERT_TRUE(watcher.WaitForRegistrations(2, std::chrono::seconds(30)));
+  EXPECT_EQ(health_of_gpu0(), false);
+  MIGD_ASSERT_OK(mgr_->ClearGpuHealth(GpuIndex(0)).status());
+  ASSERT_TRUE(watcher.WaitForRegistrations(3, std::chrono::seconds(30)));
+  EXPECT_EQ(health_of_gpu0(), true);
+  watcher.Stop();
+  to_backend_.Set(nullptr);
 }
 
 // The check: Xid events injected into the simulated GPUs while a

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "base/logging.h"
 
@@ -36,6 +37,18 @@ uint64_t PodWatcher::passes() const {
   return passes_;
 }
 
+void PodWatcher::RequestRegistration() {
+  MutexLock lock(&mu_);
+  register_now_ = true;
+  cv_.SignalAll();
+}
+
+bool PodWatcher::WaitForRegistrations(uint64_t n, std::chrono::milliseconds timeout) const {
+  MutexLock lock(&mu_);
+  return cv_.WaitFor(&mu_, timeout,
+                     [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return registrations_ >= n; });
+}
+
 bool PodWatcher::WaitForPasses(uint64_t n, std::chrono::milliseconds timeout) const {
   MutexLock lock(&mu_);
   return cv_.WaitFor(&mu_, timeout,
@@ -46,10 +59,12 @@ void PodWatcher::Loop() {
   using SteadyClock = std::chrono::steady_clock;
   SteadyClock::time_point next_register = SteadyClock::now();
   SteadyClock::time_point next_release = next_register;
+  bool registered = false;
   // One round of whatever is due; true when a release pass ran.
-  auto run_due = [&] {
+  auto run_due = [&](bool register_now) {
     const SteadyClock::time_point now = SteadyClock::now();
-    if (now >= next_register) {
+    registered = register_now || now >= next_register;
+    if (registered) {
       const Status s = backend_->PublishNodeRegistration();
       if (!s.ok()) {
         spdlog::warn("HAMi node registration failed{}", Fields().Add("error", s.ToString()));
@@ -65,18 +80,19 @@ void PodWatcher::Loop() {
     return true;
   };
   while (true) {
+    bool register_now = false;
     {
       MutexLock lock(&mu_);
       if (stop_) return;
+      register_now = std::exchange(register_now_, false);
     }
-    const bool released = run_due();  // without the lock
+    const bool released = run_due(register_now);  // without the lock
     MutexLock lock(&mu_);
-    if (released) {
-      ++passes_;
-      cv_.SignalAll();
-    }
+    if (released) ++passes_;
+    if (registered) ++registrations_;
+    if (released || registered) cv_.SignalAll();
     const SteadyClock::time_point deadline = std::min(next_register, next_release);
-    while (!stop_ && SteadyClock::now() < deadline) {
+    while (!stop_ && !register_now_ && SteadyClock::now() < deadline) {
       if (!cv_.WaitUntil(&mu_, deadline)) break;  // the deadline passed
     }
   }

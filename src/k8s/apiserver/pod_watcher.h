@@ -7,10 +7,13 @@
 // plugin re-registers every 30 s). Periodic LIST, not the watch protocol:
 // HAMi's own reconciler lists every 5 s, and a list needs no resume logic.
 // Failures are logged and retried at the next tick (a failed LIST releases
-// nothing).
+// nothing). RequestRegistration publishes the registration at once (a GPU's
+// health changed), on the watcher's thread.
 //
-// Thread-safety: Start/Stop from one thread; passes() and WaitForPasses()
-// from any thread.
+// Thread-safety: Start/Stop from one thread; RequestRegistration, passes(),
+// WaitForPasses() and WaitForRegistrations() from any thread.
+// RequestRegistration never blocks on the API server (it may be called with
+// the engine's registry lock held).
 #ifndef MIGD_K8S_APISERVER_POD_WATCHER_H_
 #define MIGD_K8S_APISERVER_POD_WATCHER_H_
 
@@ -42,11 +45,18 @@ class PodWatcher {
   // Wakes and joins the thread. Idempotent.
   void Stop();
 
+  // Publishes the node registration on the watcher's thread as soon as it is
+  // free (coalesced: several requests before it runs give one publication).
+  void RequestRegistration() ABSL_LOCKS_EXCLUDED(mu_);
+
   // Completed release passes (successful or not), for tests and metrics.
   uint64_t passes() const ABSL_LOCKS_EXCLUDED(mu_);
   // Blocks until `n` passes completed since construction, or `timeout`
   // passed; returns whether they did (tests synchronise on it).
   bool WaitForPasses(uint64_t n, std::chrono::milliseconds timeout) const ABSL_LOCKS_EXCLUDED(mu_);
+  // The same for registration attempts (successful or not).
+  bool WaitForRegistrations(uint64_t n, std::chrono::milliseconds timeout) const
+      ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   void Loop();
@@ -57,6 +67,8 @@ class PodWatcher {
   mutable CondVar cv_;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t passes_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t registrations_ ABSL_GUARDED_BY(mu_) = 0;
+  bool register_now_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

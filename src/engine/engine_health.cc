@@ -24,6 +24,14 @@ void Mark(TrackedInstance& inst, std::string reason, std::vector<TrackedInstance
   if (RecordsHealth(inst)) marked.push_back(inst);
 }
 
+// Whether a mark hit an Idle instance: the reconciler reclaims it, and is
+// asked for a pass at once so that the reclaim (and a request pinned to that
+// placement) does not wait for the periodic pass.
+bool AnyIdle(const std::vector<InstanceView>& views) {
+  return std::any_of(views.begin(), views.end(),
+                     [](const InstanceView& v) { return v.state == InstanceState::kIdle; });
+}
+
 }  // namespace
 
 void EngineHealth::MarkInstanceUnhealthy(GpuIndex gpu, NvmlGiId gi, std::optional<NvmlCiId> ci,
@@ -31,6 +39,7 @@ void EngineHealth::MarkInstanceUnhealthy(GpuIndex gpu, NvmlGiId gi, std::optiona
   MutexLock serial(&mu_);
   std::vector<TrackedInstance> marked;
   bool found = false;
+  bool reclaim = false;
   {
     MutexLock lock(registry_.mu());
     HealthChange change;
@@ -45,6 +54,7 @@ void EngineHealth::MarkInstanceUnhealthy(GpuIndex gpu, NvmlGiId gi, std::optiona
       registry_.AnnounceMark(inst);
       change.instances.push_back(ViewOf(inst));
     }
+    reclaim = AnyIdle(change.instances);
     Announce(std::move(change));
   }
   // An Xid on a GI migd does not track (foreign, or being created): nothing
@@ -52,6 +62,7 @@ void EngineHealth::MarkInstanceUnhealthy(GpuIndex gpu, NvmlGiId gi, std::optiona
   if (!found) spdlog::warn("health: xid {} on an untracked GI {} of GPU {}", xid, gi.value(),
                            gpu.value());
   Persist(marked);
+  if (reclaim) request_drift_(gpu);
 }
 
 void EngineHealth::MarkGpuUnhealthy(GpuIndex gpu, const std::string& reason) {
@@ -62,6 +73,7 @@ void EngineHealth::MarkGpuUnhealthy(GpuIndex gpu, const std::string& reason) {
 void EngineHealth::MarkGpu(GpuIndex gpu, const std::string& reason, bool write_mark) {
   std::vector<TrackedInstance> marked;
   bool new_mark = false;
+  bool reclaim = false;
   {
     MutexLock lock(registry_.mu());
     HealthChange change;
@@ -75,6 +87,7 @@ void EngineHealth::MarkGpu(GpuIndex gpu, const std::string& reason, bool write_m
       registry_.AnnounceMark(inst);
       change.instances.push_back(ViewOf(inst));
     }
+    reclaim = AnyIdle(change.instances);
     Announce(std::move(change));
   }
   if (new_mark && write_mark && marks_ != nullptr) {
@@ -94,6 +107,7 @@ void EngineHealth::MarkGpu(GpuIndex gpu, const std::string& reason, bool write_m
     }
   }
   Persist(marked);
+  if (reclaim) request_drift_(gpu);
 }
 
 std::optional<uint32_t> EngineHealth::IndexOf(const GpuUuid& uuid) const {

@@ -14,7 +14,9 @@
 // anything. The lifecycle rules that read the marks:
 //   Allocator::Reservable      an unhealthy Idle instance is never reused
 //   Allocator::Release         an unhealthy instance is destroyed, not kept Idle
-//   Reconciler::ReclaimUnhealthy  unhealthy Idle instances are reclaimed
+//   Reconciler::ReclaimUnhealthy  unhealthy Idle instances are reclaimed; a
+//                              mark that hits an Idle instance requests a
+//                              pass at once (request_drift, coalesced)
 //   plan_input                 an unhealthy GPU is not offered to the planner
 //
 // Thread-safety: called on the monitor's thread (and ClearGpu on an API

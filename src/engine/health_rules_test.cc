@@ -120,6 +120,37 @@ TEST_F(HealthRulesTest, AnUnhealthyIdleInstanceIsReclaimedByTheReconciler) {
   Consistent();
 }
 
+// The reclaim does not wait for the periodic pass: a mark that hits an Idle
+// instance asks the reconciler for a pass (one pending per GPU); a mark of an
+// Active instance asks for nothing.
+TEST_F(HealthRulesTest, MarkingAnIdleInstanceRequestsAReclaimPassAtOnce) {
+  Machine("a100-40gb:1");
+  Start();
+  const InstanceView active = One("r1");
+  MarkInstance(active);
+  EXPECT_EQ(mgr_->drift_checks().requested, 0u);
+  const InstanceView idle = One("r2");
+  ENGINE_ASSERT_OK(mgr_->Release("r2"));
+  MarkInstance(idle);
+  EXPECT_EQ(mgr_->drift_checks().requested, 1u);
+  EXPECT_EQ(mgr_->drift_checks().pending, 1u);
+  ENGINE_ASSERT_OK(mgr_->ReconcileOnce().status());
+  EXPECT_EQ(Get(idle.mig_uuid).state, InstanceState::kNone);
+  EXPECT_EQ(mgr_->drift_checks().pending, 0u);
+  Consistent();
+}
+
+TEST_F(HealthRulesTest, MarkingAGpuWithAnIdleInstanceRequestsAReclaimPass) {
+  Machine("a100-40gb:1");
+  Start();
+  One("r1");
+  ENGINE_ASSERT_OK(mgr_->Release("r1"));
+  mgr_->health_sink().MarkGpuUnhealthy(GpuIndex(0), "GPU 0: xid 79");
+  EXPECT_EQ(mgr_->drift_checks().requested, 1u);
+  mgr_->health_sink().MarkGpuUnhealthy(GpuIndex(0), "GPU 0: xid 79");  // nothing new
+  EXPECT_EQ(mgr_->drift_checks().requested, 1u);
+}
+
 TEST_F(HealthRulesTest, AnUnhealthyGpuTakesNoNewAllocation) {
   Machine("a100-40gb:2");
   Start();

@@ -341,7 +341,10 @@ MaybeFailure Daemon::SetUpEngine() {
   spdlog::info("planner{}", Fields()
                                 .Add("policy", config_.planner.policy)
                                 .Add("objective", config_.planner.objective)
-                                .Add("drift_threshold", config_.planner.drift_threshold));
+                                .Add("drift_threshold", config_.planner.drift_threshold)
+                                .Add("multi_gpu", config_.planner.multi_gpu)
+                                .Add("half_life_arrivals", config_.planner.half_life_arrivals)
+                                .Add("min_arrivals", config_.planner.min_arrivals));
   metrics_->AttachManager(manager_.get());
   return std::nullopt;
 }

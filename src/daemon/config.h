@@ -75,9 +75,12 @@ struct LifecycleConfig {
 
 // The `planner:` section (docs/planner.md, "The value policy").
 struct PlannerConfig {
-  std::string policy;           // planner.policy: "value" or "cost"
-  std::string objective;        // planner.objective: "count" or "slices"
-  std::string drift_threshold;  // planner.driftThreshold: a number in 0.01..1 (validated)
+  std::string policy;              // planner.policy: "value" or "cost"
+  std::string objective;           // planner.objective: "count" or "slices"
+  std::string drift_threshold;     // planner.driftThreshold: a number in 0.01..1 (validated)
+  std::string multi_gpu;           // planner.multiGpu: "tie-break" or "separable"
+  std::string half_life_arrivals;  // planner.halfLifeArrivals: a number in 1..1e9 (validated)
+  std::string min_arrivals;        // planner.minArrivals: a whole number in 1..1000000
   friend bool operator==(const PlannerConfig&, const PlannerConfig&) = default;
 };
 

@@ -20,6 +20,8 @@ constexpr std::string_view kCounterSetLayouts[] = {"auto", "combined", "split"};
 // planner/value_service.h; planner/value_table.h (Objective).
 constexpr std::string_view kPlannerPolicies[] = {"value", "cost"};
 constexpr std::string_view kPlannerObjectives[] = {"count", "slices"};
+// MultiGpuValues::kTieBreak, kSeparable (daemon/planner_wiring.cc maps them).
+constexpr std::string_view kPlannerMultiGpu[] = {"tie-break", "separable"};
 
 // The schema. To add a key: a field in config.h, a row here (in file order,
 // under its section), then `make config-doc` (docs/config.md, "Adding a key").
@@ -201,6 +203,36 @@ constexpr KeySpec kSchema[] = {
             "further than this from the demand they were solved for (the larger of the total "
             "variation distance of the profile mixes and the relative load change / 4). "
             "Lower: fresher values, more solves (each takes milliseconds on one core)."},
+    {.path = "planner.multiGpu",
+     .type = KeyType::kString,
+     .default_value = "tie-break",
+     .field = [](Config& c) -> FieldRef { return &c.planner.multi_gpu; },
+     .choices = kPlannerMultiGpu,
+     .choice_noun = "a multi-GPU value mode",
+     .doc = "How `planner.policy: value` orders placements on a node of several GPUs (on one "
+            "GPU the values always lead). `tie-break`: the cost order's node term, opened GPUs "
+            "and pinned loss lead and the value loss breaks their ties. `separable`: the sum "
+            "of the GPUs' value losses leads, each GPU solved for its share of the load; on "
+            "the placement benchmark it trails `tie-break` by up to 5.4 pp count acceptance "
+            "on 2-8 GPUs (docs/benchmarks/placement-value.md)."},
+    {.path = "planner.halfLifeArrivals",
+     .type = KeyType::kString,
+     .default_value = "2000",
+     .field = [](Config& c) -> FieldRef { return &c.planner.half_life_arrivals; },
+     .check = CheckHalfLifeArrivals,
+     .type_doc = "number, `1`..`1000000000`",
+     .doc = "Half-life, in requests, of the demand `planner.policy: value` learns (the profile "
+            "mix and the load): a request counts half as much this many requests later. "
+            "Lower: follows a changing mix sooner, noisier estimates and more re-solves."},
+    {.path = "planner.minArrivals",
+     .type = KeyType::kString,
+     .default_value = "50",
+     .field = [](Config& c) -> FieldRef { return &c.planner.min_arrivals; },
+     .check = CheckMinArrivals,
+     .type_doc = "whole number, `1`..`1000000`",
+     .doc = "`planner.policy: value` solves its first values after this many requests arrived "
+            "(the cost order decides until then): fewer requests, an earlier but rougher first "
+            "estimate."},
     {.path = "adoptExistingMIGInstances",
      .type = KeyType::kBool,
      .default_value = "false",

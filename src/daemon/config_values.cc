@@ -222,13 +222,40 @@ Status CheckDraDriverName(std::string_view value) {
                               "63 characters, e.g. mig.migd.io)");
 }
 
-Status CheckDriftThreshold(std::string_view value) {
+StatusOr<double> ParseDriftThreshold(std::string_view value) {
+  const absl::string_view text(value.data(), value.size());
   double v = 0;
-  if (absl::SimpleAtod(absl::string_view(value.data(), value.size()), &v) && std::isfinite(v) && v >= 0.01 && v <= 1) return OkStatus();
+  if (absl::SimpleAtod(text, &v) && std::isfinite(v) && v >= 0.01 && v <= 1) return v;
   return InvalidArgumentError(Quote(value) +
                               " is not a drift threshold (use a number from 0.01 to 1, e.g. "
                               "0.05)");
 }
+
+StatusOr<double> ParseHalfLifeArrivals(std::string_view value) {
+  const absl::string_view text(value.data(), value.size());
+  double v = 0;
+  if (absl::SimpleAtod(text, &v) && std::isfinite(v) && v >= 1 && v <= 1e9) return v;
+  return InvalidArgumentError(Quote(value) +
+                              " is not a half-life in requests (use a number from 1 to "
+                              "1000000000, e.g. 2000)");
+}
+
+StatusOr<int64_t> ParseMinArrivals(std::string_view value) {
+  const absl::string_view text(value.data(), value.size());
+  int64_t v = 0;
+  if (absl::SimpleAtoi(text, &v) && v >= 1 && v <= 1000000) return v;
+  return InvalidArgumentError(Quote(value) +
+                              " is not a number of requests (use a whole number from 1 to "
+                              "1000000, e.g. 50)");
+}
+
+Status CheckDriftThreshold(std::string_view value) { return ParseDriftThreshold(value).status(); }
+
+Status CheckHalfLifeArrivals(std::string_view value) {
+  return ParseHalfLifeArrivals(value).status();
+}
+
+Status CheckMinArrivals(std::string_view value) { return ParseMinArrivals(value).status(); }
 
 Status CheckSocketMode(uint32_t mode) {
   const std::string hint = " (use \"0600\", or \"0660\" with api.socketGroup)";

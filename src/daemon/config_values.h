@@ -41,6 +41,12 @@ std::string Quote(std::string_view s);
 std::optional<std::string> Nearest(std::string_view word,
                                    const std::vector<std::string>& candidates);
 
+// The planner's numbers (daemon/planner_wiring.h). kInvalidArgument naming
+// the value and the range allowed.
+StatusOr<double> ParseDriftThreshold(std::string_view value);    // finite, 0.01..1
+StatusOr<double> ParseHalfLifeArrivals(std::string_view value);  // finite, 1..1e9
+StatusOr<int64_t> ParseMinArrivals(std::string_view value);      // whole, 1..1000000
+
 // Checks of single values, named by the schema.
 Status CheckAbsolutePath(std::string_view value);             // starts with '/'
 Status CheckAbsolutePathOrEmpty(std::string_view value);      // "" or absolute
@@ -54,7 +60,9 @@ Status CheckKubeletSocketDirOrEmpty(std::string_view value);  // "" or absolute,
 Status CheckResourceName(std::string_view value);             // kubelet's IsExtendedResourceName
 Status CheckNodeNameIfSet(std::string_view value);            // "" or a DNS subdomain
 Status CheckDraDriverName(std::string_view value);            // DNS subdomain, <= 63
-Status CheckDriftThreshold(std::string_view value);           // a number in 0.01..1
+Status CheckDriftThreshold(std::string_view value);           // ParseDriftThreshold
+Status CheckHalfLifeArrivals(std::string_view value);         // ParseHalfLifeArrivals
+Status CheckMinArrivals(std::string_view value);              // ParseMinArrivals
 Status CheckSocketMode(uint32_t mode);                        // owner rw, group rw at most
 
 }  // namespace migd::daemon

@@ -85,6 +85,9 @@ class Daemon {
   // Where the driver's common edits come from (cdi/common_edits.h); fills
   // `opts` and common_edits_, logs the source and every warning.
   MaybeFailure SetUpCommonEdits(cdi::Options* opts);
+  // planner.policy: value: the ValueService (not started), which metrics
+  // read and the engine is handed.
+  MaybeFailure SetUpPlanner();
   MaybeFailure SetUpMetrics();
   MaybeFailure SetUpEngine();
   MaybeFailure SetUpServers(int* metrics_port);
@@ -138,6 +141,7 @@ MaybeFailure Daemon::Setup() {
   if (MaybeFailure f = SetUpStore()) return f;
   if (MaybeFailure f = SetUpNvml()) return f;
   if (MaybeFailure f = SetUpCdi()) return f;
+  if (MaybeFailure f = SetUpPlanner()) return f;
   if (MaybeFailure f = SetUpMetrics()) return f;
   if (MaybeFailure f = kubernetes_.StartBeforeRecovery(config_, ConfigSource(flags_), &fanout_)) {
     return f;
@@ -287,6 +291,14 @@ MaybeFailure Daemon::SetUpCommonEdits(cdi::Options* opts) {
   return std::nullopt;
 }
 
+MaybeFailure Daemon::SetUpPlanner() {
+  StatusOr<std::shared_ptr<planner::ValueService>> values = MakeValueService(
+      config_.planner, std::make_unique<planner::BackgroundExecutor>(/*start=*/false));
+  if (!values.ok()) return ConfigFailure(values.status().message());
+  values_ = *std::move(values);
+  return std::nullopt;
+}
+
 MaybeFailure Daemon::SetUpMetrics() {
   metrics::MigdMetricsOptions opts;
   opts.version = Version();
@@ -295,6 +307,7 @@ MaybeFailure Daemon::SetUpMetrics() {
   opts.nvml_call_counts = [drv] { return drv->CallCounts(); };
   opts.nvml_sessions_opened = [drv] { return drv->session().generation(); };
   opts.publisher = publisher_.get();
+  opts.values = values_;
   StatusOr<std::unique_ptr<metrics::MigdMetrics>> m =
       metrics::MigdMetrics::Create(&registry_, opts);
   if (!m.ok()) return Failure{kExitStartup, "metrics: " + m.status().ToString()};
@@ -314,10 +327,6 @@ MaybeFailure Daemon::SetUpEngine() {
   opts.reconcile_interval =
       std::chrono::duration_cast<Clock::Duration>(config_.lifecycle.reconcile_interval);
   opts.listener = &fanout_;
-  StatusOr<std::shared_ptr<planner::ValueService>> values = MakeValueService(
-      config_.planner, std::make_unique<planner::BackgroundExecutor>(/*start=*/false));
-  if (!values.ok()) return ConfigFailure(values.status().message());
-  values_ = *std::move(values);
   opts.values = values_;
   // The reloadable policy is applied by SetPolicy below, so that a profile
   // this node does not offer is reported as the config mistake it is.
@@ -341,7 +350,10 @@ MaybeFailure Daemon::SetUpEngine() {
   spdlog::info("planner{}", Fields()
                                 .Add("policy", config_.planner.policy)
                                 .Add("objective", config_.planner.objective)
-                                .Add("drift_threshold", config_.planner.drift_threshold));
+                                .Add("drift_threshold", config_.planner.drift_threshold)
+                                .Add("multi_gpu", config_.planner.multi_gpu)
+                                .Add("half_life_arrivals", config_.planner.half_life_arrivals)
+                                .Add("min_arrivals", config_.planner.min_arrivals));
   metrics_->AttachManager(manager_.get());
   return std::nullopt;
 }

@@ -14,15 +14,16 @@
 //   stateDir: created 0700; refused if writable by group/other,
 //     locked (flock on the directory) by another migd              -> 5
 //   RecordStore, NvmlDriver (one NVML session for the process)    -> 5 / 2
-//   cdi::Publisher + engine::CdiObserver, api::EventHub,
-//   metrics::MigdMetrics behind one engine::ListenerFanout
+//   cdi::Publisher + engine::CdiObserver
+//   planner.policy: value: the planner's ValueService (planner_wiring.h;
+//     not started), read by the metrics
+//   api::EventHub, metrics::MigdMetrics behind one engine::ListenerFanout
 //   kubernetes.enabled / recovery.ownerSource: hami: the API-server
 //     client (in-cluster or kubeconfig)                           -> 1
 //   kubernetes.enabled: the kubelet device plugin serves and
 //     registers (DeferredBackend: no devices until recovery ends) -> 4
 //   the owner source of recovery.ownerSource (records,
 //     podresources, hami; k8s_wiring.h FailClosedOwnerSource)
-//   planner.policy: value: the planner's ValueService (planner_wiring.h)
 //   engine::Manager::Create (recovery)                            -> 3 (fails closed)
 //   Manager::SetPolicy(lifecycle.*, migProfileAllowlist) checked
 //     against this node's GPUs                                     -> 1

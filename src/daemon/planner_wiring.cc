@@ -1,12 +1,21 @@
 #include "daemon/planner_wiring.h"
 
-#include <absl/strings/numbers.h>
-
-#include <cmath>
 #include <string>
+#include <string_view>
 #include <utility>
 
+#include "daemon/config_values.h"
+
 namespace migd::daemon {
+
+namespace {
+
+// "<key>: <what is wrong>": the key prefixed to a config_values.h error.
+Status KeyError(std::string_view key, const Status& status) {
+  return InvalidArgumentError(std::string(key) + ": " + std::string(status.message()));
+}
+
+}  // namespace
 
 StatusOr<planner::ValueOptions> ValueOptionsOf(const PlannerConfig& config) {
   planner::ValueOptions o;
@@ -16,13 +25,24 @@ StatusOr<planner::ValueOptions> ValueOptionsOf(const PlannerConfig& config) {
                                 "\" is not a planner objective (use count or slices)");
   }
   o.objective = *objective;
-  double drift = 0;
-  if (!absl::SimpleAtod(config.drift_threshold, &drift) || !std::isfinite(drift) ||
-      drift < 0.01 || drift > 1) {
-    return InvalidArgumentError("planner.driftThreshold: \"" + config.drift_threshold +
-                                "\" is not a drift threshold (use a number from 0.01 to 1)");
+  StatusOr<double> drift = ParseDriftThreshold(config.drift_threshold);
+  if (!drift.ok()) return KeyError("planner.driftThreshold", drift.status());
+  o.drift_threshold = *drift;
+  // The names of config_schema.cc's kPlannerMultiGpu.
+  if (config.multi_gpu == "tie-break") {
+    o.multi_gpu = planner::MultiGpuValues::kTieBreak;
+  } else if (config.multi_gpu == "separable") {
+    o.multi_gpu = planner::MultiGpuValues::kSeparable;
+  } else {
+    return InvalidArgumentError("planner.multiGpu: \"" + config.multi_gpu +
+                                "\" is not a multi-GPU value mode (use tie-break or separable)");
   }
-  o.drift_threshold = drift;
+  StatusOr<double> half_life = ParseHalfLifeArrivals(config.half_life_arrivals);
+  if (!half_life.ok()) return KeyError("planner.halfLifeArrivals", half_life.status());
+  o.half_life_arrivals = *half_life;
+  StatusOr<int64_t> min_arrivals = ParseMinArrivals(config.min_arrivals);
+  if (!min_arrivals.ok()) return KeyError("planner.minArrivals", min_arrivals.status());
+  o.min_arrivals = *min_arrivals;
   return o;
 }
 

@@ -19,8 +19,10 @@
 
 namespace migd::daemon {
 
-// planner.objective and planner.driftThreshold as ValueOptions.
-// kInvalidArgument naming the key for a value validation would refuse.
+// The `planner:` section's value options (objective, driftThreshold,
+// multiGpu, halfLifeArrivals, minArrivals) as ValueOptions; ValueOptions'
+// `solve` keeps its default. kInvalidArgument naming the key, the value and
+// the range for a value validation would refuse.
 StatusOr<planner::ValueOptions> ValueOptionsOf(const PlannerConfig& config);
 
 // The value service (solves on `executor`, not started) for

@@ -24,6 +24,13 @@ using ::migd::daemon::testing::Parse;
 using ::migd::testing::StatusIs;
 using ::testing::HasSubstr;
 
+// The `planner:` section of an empty file (every key at its default).
+PlannerConfig Defaults() {
+  StatusOr<Config> c = Parse("");
+  EXPECT_TRUE(c.ok()) << c.status();
+  return c.ok() ? c->planner : PlannerConfig{};
+}
+
 TEST(PlannerConfigTest, DefaultsAreTheValuePolicyCountAndFivePercent) {
   MIGD_ASSERT_OK_AND_ASSIGN(Config c, Parse(""));
   EXPECT_EQ(c.planner.policy, "value");
@@ -34,13 +41,42 @@ TEST(PlannerConfigTest, DefaultsAreTheValuePolicyCountAndFivePercent) {
   EXPECT_DOUBLE_EQ(o.drift_threshold, 0.05);
 }
 
+// The file's defaults are ValueOptions' own, so an empty `planner:` section
+// behaves as the service did before these keys existed.
+TEST(PlannerConfigTest, DefaultsAreValueOptionsDefaults) {
+  MIGD_ASSERT_OK_AND_ASSIGN(Config c, Parse(""));
+  EXPECT_EQ(c.planner.multi_gpu, "tie-break");
+  EXPECT_EQ(c.planner.half_life_arrivals, "2000");
+  EXPECT_EQ(c.planner.min_arrivals, "50");
+  MIGD_ASSERT_OK_AND_ASSIGN(planner::ValueOptions o, ValueOptionsOf(c.planner));
+  const planner::ValueOptions d;
+  EXPECT_EQ(o.objective, d.objective);
+  EXPECT_EQ(o.multi_gpu, d.multi_gpu);
+  EXPECT_EQ(o.drift_threshold, d.drift_threshold);
+  EXPECT_EQ(o.half_life_arrivals, d.half_life_arrivals);
+  EXPECT_EQ(o.min_arrivals, d.min_arrivals);
+  EXPECT_EQ(o.solve.tolerance, d.solve.tolerance);
+  EXPECT_EQ(o.solve.max_iterations, d.solve.max_iterations);
+  EXPECT_EQ(o.solve.max_states, d.solve.max_states);
+}
+
 TEST(PlannerConfigTest, EveryKnobIsParsed) {
-  MIGD_ASSERT_OK_AND_ASSIGN(
-      Config c, Parse("planner: {policy: cost, objective: slices, driftThreshold: 0.2}"));
+  MIGD_ASSERT_OK_AND_ASSIGN(Config c,
+                            Parse("planner: {policy: cost, objective: slices, driftThreshold: 0.2, "
+                                  "multiGpu: separable, halfLifeArrivals: 500.5, minArrivals: 7}"));
   EXPECT_EQ(c.planner.policy, "cost");
   MIGD_ASSERT_OK_AND_ASSIGN(planner::ValueOptions o, ValueOptionsOf(c.planner));
   EXPECT_EQ(o.objective, planner::Objective::kSliceWeighted);
   EXPECT_DOUBLE_EQ(o.drift_threshold, 0.2);
+  EXPECT_EQ(o.multi_gpu, planner::MultiGpuValues::kSeparable);
+  EXPECT_DOUBLE_EQ(o.half_life_arrivals, 500.5);
+  EXPECT_EQ(o.min_arrivals, 7);
+}
+
+TEST(PlannerConfigTest, MultiGpuTieBreakIsParsed) {
+  MIGD_ASSERT_OK_AND_ASSIGN(Config c, Parse("planner: {multiGpu: tie-break}"));
+  MIGD_ASSERT_OK_AND_ASSIGN(planner::ValueOptions o, ValueOptionsOf(c.planner));
+  EXPECT_EQ(o.multi_gpu, planner::MultiGpuValues::kTieBreak);
 }
 
 TEST(PlannerConfigTest, BadPolicyIsAConfigError) {
@@ -65,23 +101,84 @@ TEST(PlannerConfigTest, BadDriftThresholdIsAConfigError) {
   EXPECT_TRUE(Parse("planner: {driftThreshold: 1}").ok());
 }
 
+TEST(PlannerConfigTest, BadMultiGpuIsAConfigError) {
+  EXPECT_EQ(ErrorOf("planner: {multiGpu: tieBreak}"),
+            "config migd.yaml: planner.multiGpu: \"tieBreak\" is not a multi-GPU value mode "
+            "(use tie-break or separable)");
+  EXPECT_THAT(ErrorOf("planner: {multiGpu: [separable]}"), HasSubstr("planner.multiGpu"));
+}
+
+TEST(PlannerConfigTest, BadHalfLifeArrivalsIsAConfigError) {
+  for (const char* bad :
+       {"0", "0.5", "-10", "1000000001", "1e10", "nan", "inf", "-inf", "lots", "\"\"", "[2000]"}) {
+    const std::string yaml = std::string("planner: {halfLifeArrivals: ") + bad + "}";
+    EXPECT_THAT(ErrorOf(yaml), HasSubstr("planner.halfLifeArrivals")) << bad;
+  }
+  EXPECT_EQ(ErrorOf("planner: {halfLifeArrivals: 0}"),
+            "config migd.yaml: planner.halfLifeArrivals: \"0\" is not a half-life in requests "
+            "(use a number from 1 to 1000000000, e.g. 2000)");
+  EXPECT_TRUE(Parse("planner: {halfLifeArrivals: 1}").ok());
+  EXPECT_TRUE(Parse("planner: {halfLifeArrivals: 1000000000}").ok());
+  EXPECT_TRUE(Parse("planner: {halfLifeArrivals: 1e3}").ok());
+}
+
+TEST(PlannerConfigTest, BadMinArrivalsIsAConfigError) {
+  for (const char* bad : {"0", "-1", "1000001", "2.5", "1e3", "nan", "fifty", "\"\"", "[50]"}) {
+    const std::string yaml = std::string("planner: {minArrivals: ") + bad + "}";
+    EXPECT_THAT(ErrorOf(yaml), HasSubstr("planner.minArrivals")) << bad;
+  }
+  EXPECT_EQ(ErrorOf("planner: {minArrivals: 0}"),
+            "config migd.yaml: planner.minArrivals: \"0\" is not a number of requests (use a "
+            "whole number from 1 to 1000000, e.g. 50)");
+  EXPECT_TRUE(Parse("planner: {minArrivals: 1}").ok());
+  EXPECT_TRUE(Parse("planner: {minArrivals: 1000000}").ok());
+}
+
 TEST(PlannerWiringTest, CostPolicyBuildsNoService) {
-  PlannerConfig c{.policy = "cost", .objective = "count", .drift_threshold = "0.05"};
+  PlannerConfig c = Defaults();
+  c.policy = "cost";
   MIGD_ASSERT_OK_AND_ASSIGN(auto service,
                             MakeValueService(c, std::make_unique<planner::ManualExecutor>()));
   EXPECT_EQ(service, nullptr);
 }
 
 TEST(PlannerWiringTest, UnvalidatedValuesAreRefusedNamingTheKey) {
-  auto make = [](PlannerConfig c) {
+  auto make = [](void (*edit)(PlannerConfig&)) {
+    PlannerConfig c = Defaults();
+    edit(c);
     return MakeValueService(c, std::make_unique<planner::ManualExecutor>()).status();
   };
-  EXPECT_THAT(make({.policy = "x", .objective = "count", .drift_threshold = "0.05"}),
+  EXPECT_THAT(make([](PlannerConfig& c) { c.policy = "x"; }),
               StatusIs(StatusCode::kInvalidArgument, HasSubstr("planner.policy")));
-  EXPECT_THAT(make({.policy = "value", .objective = "x", .drift_threshold = "0.05"}),
+  EXPECT_THAT(make([](PlannerConfig& c) { c.objective = "x"; }),
               StatusIs(StatusCode::kInvalidArgument, HasSubstr("planner.objective")));
-  EXPECT_THAT(make({.policy = "value", .objective = "count", .drift_threshold = "9"}),
-              StatusIs(StatusCode::kInvalidArgument, HasSubstr("planner.driftThreshold")));
+  EXPECT_THAT(make([](PlannerConfig& c) { c.drift_threshold = "9"; }),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("planner.driftThreshold: \"9\" is not a drift threshold")));
+  EXPECT_THAT(make([](PlannerConfig& c) { c.multi_gpu = "x"; }),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("planner.multiGpu: \"x\" is not a multi-GPU value mode (use "
+                                 "tie-break or separable)")));
+  EXPECT_THAT(make([](PlannerConfig& c) { c.half_life_arrivals = "inf"; }),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("planner.halfLifeArrivals: \"inf\" is not a half-life")));
+  EXPECT_THAT(make([](PlannerConfig& c) { c.min_arrivals = "0"; }),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("planner.minArrivals: \"0\" is not a number of requests")));
+}
+
+// The configured options reach the service the daemon builds.
+TEST(PlannerWiringTest, TheServiceGetsTheConfiguredOptions) {
+  PlannerConfig c = Defaults();
+  c.multi_gpu = "separable";
+  c.half_life_arrivals = "300";
+  c.min_arrivals = "4";
+  MIGD_ASSERT_OK_AND_ASSIGN(auto service,
+                            MakeValueService(c, std::make_unique<planner::ManualExecutor>()));
+  ASSERT_NE(service, nullptr);
+  EXPECT_EQ(service->options().multi_gpu, planner::MultiGpuValues::kSeparable);
+  EXPECT_DOUBLE_EQ(service->options().half_life_arrivals, 300);
+  EXPECT_EQ(service->options().min_arrivals, 4);
 }
 
 // The executor the daemon uses (BackgroundExecutor, not started), wrapped to
@@ -113,7 +210,7 @@ class SignallingExecutor : public planner::SolveExecutor {
 };
 
 TEST(PlannerWiringTest, TheSolveThreadStartsAndStopsWithTheDaemonsCalls) {
-  PlannerConfig c{.policy = "value", .objective = "count", .drift_threshold = "0.05"};
+  const PlannerConfig c = Defaults();
   auto exec = std::make_unique<SignallingExecutor>();
   SignallingExecutor* e = exec.get();
   MIGD_ASSERT_OK_AND_ASSIGN(auto service, MakeValueService(c, std::move(exec)));
@@ -132,7 +229,7 @@ TEST(PlannerWiringTest, TheSolveThreadStartsAndStopsWithTheDaemonsCalls) {
   service->Stop();
   EXPECT_FALSE(e->running());
   service->Prime({{"1g.10gb", 1}}, 0.5, {h100});  // dropped: no thread after Stop
-  service->Stop();                                  // idempotent
+  service->Stop();                                // idempotent
   EXPECT_EQ(service->counters().solves, 1u);
   EXPECT_NE(service->Values(*h100, 0), nullptr) << "the last values keep serving";
 }

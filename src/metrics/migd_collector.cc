@@ -68,6 +68,17 @@ constexpr std::string_view kDrift = "migd_drift_events_total";
 constexpr std::string_view kEngineOps = "migd_engine_operations_total";
 constexpr std::string_view kGpuUnhealthy = "migd_gpu_unhealthy";
 constexpr std::string_view kUnhealthyInstances = "migd_unhealthy_instances";
+constexpr std::string_view kValueSolves = "migd_planner_value_solves_total";
+constexpr std::string_view kValueFailures = "migd_planner_value_solve_failures_total";
+constexpr std::string_view kValueDriftSolves = "migd_planner_value_drift_solves_total";
+constexpr std::string_view kValueVersion = "migd_planner_value_table_version";
+constexpr std::string_view kValueLastSolve = "migd_planner_value_last_solve_seconds";
+constexpr std::string_view kValueMaxSolve = "migd_planner_value_max_solve_seconds";
+constexpr std::string_view kValueSolveTime = "migd_planner_value_solve_seconds_total";
+constexpr std::string_view kValueMaxBytes = "migd_planner_value_max_table_bytes";
+constexpr std::string_view kValueMaxStates = "migd_planner_value_max_table_states";
+constexpr std::string_view kValueArrivals = "migd_planner_value_arrivals_total";
+constexpr std::string_view kValueLoad = "migd_planner_value_offered_load";
 constexpr std::string_view kBuildInfo = "migd_build_info";
 constexpr std::string_view kHamiNodeInfo = "hami_node_gpu_mig_instance_info";
 constexpr std::string_view kHamiDeviceInfo = "hami_mig_device_info";
@@ -135,6 +146,53 @@ std::vector<CollectedFamily> CollectedFamilies() {
        "Tracked instances marked unhealthy (never reused; destroyed on release).",
        MetricType::kGauge,
        {"gpu"}},
+      {std::string(kValueSolves),
+       "Value tables the planner's value service solved and published.",
+       MetricType::kCounter,
+       {}},
+      {std::string(kValueFailures),
+       "Value table solves refused (no demand for the GPU model's profiles, too many states); "
+       "the cost order serves.",
+       MetricType::kCounter,
+       {}},
+      {std::string(kValueDriftSolves),
+       "Value table solves started because the learned demand drifted past "
+       "planner.driftThreshold.",
+       MetricType::kCounter,
+       {}},
+      {std::string(kValueVersion),
+       "Version of the last value table published (0: none yet, the cost order decides).",
+       MetricType::kGauge,
+       {}},
+      {std::string(kValueLastSolve),
+       "Duration of the last value table solve.",
+       MetricType::kGauge,
+       {}},
+      {std::string(kValueMaxSolve),
+       "Longest value table solve of the process.",
+       MetricType::kGauge,
+       {}},
+      {std::string(kValueSolveTime),
+       "Time spent solving value tables (published ones).",
+       MetricType::kCounter,
+       {}},
+      {std::string(kValueMaxBytes),
+       "Memory of the largest value table solved.",
+       MetricType::kGauge,
+       {}},
+      {std::string(kValueMaxStates),
+       "States (legal layouts) of the largest value table solved.",
+       MetricType::kGauge,
+       {}},
+      {std::string(kValueArrivals),
+       "Requests the value service learned the demand from (Allocate calls that reached the "
+       "planner).",
+       MetricType::kCounter,
+       {}},
+      {std::string(kValueLoad),
+       "Offered load per GPU the value service estimates from the requests (rho).",
+       MetricType::kGauge,
+       {}},
       {std::string(kBuildInfo),
        "Build of this migd (always 1).",
        MetricType::kGauge,
@@ -219,6 +277,24 @@ void AddCounters(CollectSink& sink, const engine::ManagerCounters& c) {
       {"warm_create", c.warm_creates},
   };
   for (const auto& [op, n] : ops) sink.Add(kEngineOps, {op}, static_cast<double>(n));
+}
+
+// The value service's counters and estimate (one lock each, no solve).
+void AddValueService(CollectSink& sink, const planner::ValueService& values) {
+  const planner::ValueServiceCounters c = values.counters();
+  const planner::DemandEstimate e = values.estimate();
+  auto seconds = [](int64_t ns) { return static_cast<double>(ns) * 1e-9; };
+  sink.Add(kValueSolves, {}, static_cast<double>(c.solves));
+  sink.Add(kValueFailures, {}, static_cast<double>(c.solve_failures));
+  sink.Add(kValueDriftSolves, {}, static_cast<double>(c.drift_solves));
+  sink.Add(kValueVersion, {}, static_cast<double>(c.version));
+  sink.Add(kValueLastSolve, {}, seconds(c.last_solve_ns));
+  sink.Add(kValueMaxSolve, {}, seconds(c.max_solve_ns));
+  sink.Add(kValueSolveTime, {}, seconds(c.total_solve_ns));
+  sink.Add(kValueMaxBytes, {}, static_cast<double>(c.max_bytes));
+  sink.Add(kValueMaxStates, {}, static_cast<double>(c.max_states));
+  sink.Add(kValueArrivals, {}, static_cast<double>(e.arrivals));
+  sink.Add(kValueLoad, {}, e.load);
 }
 
 // HAMi series, labelled from the instance's identity. vdevice_index: the
@@ -384,6 +460,7 @@ void MigdMetrics::CollectProcess(CollectSink& sink) const {
     }
     sink.Add(kCdiPending, {}, static_cast<double>(options_.publisher->PendingRemovalCount()));
   }
+  if (options_.values != nullptr) AddValueService(sink, *options_.values);
 }
 
 }  // namespace migd::metrics

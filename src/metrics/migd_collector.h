@@ -11,8 +11,10 @@
 //     engine::ComputeCapacity, reconcile runs and errors, drift events),
 //     the NVML call counters and the number of NVML sessions opened (through
 //     callbacks, so that tests inject them and FakeGpuDriver needs none), the
-//     CDI publisher's operation counts and pending removals; plus build_info
-//     and HAMi's per-instance info series.
+//     CDI publisher's operation counts and pending removals, the planner's
+//     value service (solves, table version, solve times, table sizes, the
+//     learned arrivals and load); plus build_info and HAMi's per-instance
+//     info series.
 //
 // Wiring (the listener must exist before the Manager, which is created after
 // it):
@@ -47,6 +49,7 @@
 #include "engine/events.h"
 #include "engine/manager.h"
 #include "metrics/registry.h"
+#include "planner/value_service.h"
 
 namespace migd::metrics {
 
@@ -67,6 +70,9 @@ struct MigdMetricsOptions {
   // The CDI publisher (operation counts, pending removals); null: the CDI
   // families have no samples. Not owned; must outlive this object.
   const cdi::Publisher* publisher = nullptr;
+  // The planner's value service (planner.policy: value); null: the
+  // migd_planner_value_* families have no samples.
+  std::shared_ptr<const planner::ValueService> values;
 };
 
 // `options` with the defaults filled in (node_name).
@@ -98,7 +104,7 @@ class MigdMetrics final : public engine::EngineListener {
   MigdMetrics(Registry* registry, MigdMetricsOptions options);
   Status Register();
   void Collect(CollectSink& sink) const;
-  // Build info, NVML and CDI families (no Manager needed).
+  // Build info, NVML, CDI and planner families (no Manager needed).
   void CollectProcess(CollectSink& sink) const;
 
   Registry* const registry_;

@@ -1,6 +1,7 @@
 // MigdMetrics: listener calls, scrape-time collection over a real Manager on
-// the in-process simulator (FakeGpuDriver), injected NVML counters, and the
-// CDI operation counts (SpecWriter::OperationCounts, added for metrics).
+// the in-process simulator (FakeGpuDriver), injected NVML counters, the
+// CDI operation counts (SpecWriter::OperationCounts, added for metrics), and
+// the planner's value service (a real one, solves run by the test).
 #include "metrics/migd_collector.h"
 
 #include <fcntl.h>
@@ -27,6 +28,8 @@
 #include "engine/manager.h"
 #include "engine/manager_testing.h"
 #include "engine/owner_source.h"
+#include "planner/solve_executor.h"
+#include "planner/value_service.h"
 #include "sim/fake_gpu_driver.h"
 #include "store/record_store.h"
 #include "testing/status_matchers.h"
@@ -462,6 +465,127 @@ TEST(CdiOperationCountsTest, PublisherCountsReachMetrics) {
   EXPECT_EQ(Sample(text, "migd_cdi_operations_total{kind=\"remove\",result=\"ok\"}"), 1);
   EXPECT_EQ(Sample(text, "migd_cdi_operations_total{kind=\"verify\",result=\"ok\"}"), 1);
   EXPECT_EQ(Sample(text, "migd_cdi_pending_removals"), 0);
+}
+
+// The migd_planner_value_* families, in the order of CollectedFamilies.
+constexpr const char* kValueFamilies[] = {
+    "migd_planner_value_solves_total",        "migd_planner_value_solve_failures_total",
+    "migd_planner_value_drift_solves_total",  "migd_planner_value_table_version",
+    "migd_planner_value_last_solve_seconds",  "migd_planner_value_max_solve_seconds",
+    "migd_planner_value_solve_seconds_total", "migd_planner_value_max_table_bytes",
+    "migd_planner_value_max_table_states",    "migd_planner_value_arrivals_total",
+    "migd_planner_value_offered_load",
+};
+
+// planner.policy: cost (no service): the families are declared, no samples.
+TEST_F(MigdMetricsTest, WithoutValueServiceThePlannerFamiliesHaveNoSamples) {
+  const std::string text = registry_.Expose();
+  for (const char* family : kValueFamilies) {
+    EXPECT_THAT(text, HasSubstr(std::string("# TYPE ") + family + " ")) << family;
+    EXPECT_EQ(Sample(text, family), -1) << family;
+  }
+}
+
+// A value service behind the Manager, its solves run by the test: every
+// family reads 0 before the first arrival, then the exact counts of what
+// the Manager's Allocate calls made the service do.
+class ValueServiceMetricsTest : public engine::testing::FakeHardwareTest {
+ protected:
+  void StartWith(planner::ValueOptions o) {
+    auto e = std::make_unique<planner::ManualExecutor>();
+    executor_ = e.get();
+    values_ = std::make_shared<planner::ValueService>(o, std::move(e));
+    MigdMetricsOptions mo;
+    mo.values = values_;
+    auto m = MigdMetrics::Create(&registry_, mo);
+    ASSERT_TRUE(m.ok()) << m.status();
+    metrics_ = std::move(*m);
+    opts_.values = values_;
+    Machine("h100-80gb:1");
+    observer_ = nullptr;
+    Start();
+  }
+  void TearDown() override { mgr_.reset(); }
+  void Allocate(const std::string& id, const std::string& profile) {
+    ASSERT_THAT(mgr_->Allocate(Req(id, profile, false)).status(), IsOk());
+  }
+
+  Registry registry_;
+  planner::ManualExecutor* executor_ = nullptr;
+  std::shared_ptr<planner::ValueService> values_;
+  std::unique_ptr<MigdMetrics> metrics_;
+};
+
+TEST_F(ValueServiceMetricsTest, ASolveShowsUpInTheScrapeWithExactCounts) {
+  planner::ValueOptions o;
+  o.min_arrivals = 3;
+  StartWith(o);
+  std::string text = registry_.Expose();
+  for (const char* family : kValueFamilies) EXPECT_EQ(Sample(text, family), 0) << family;
+
+  for (int i = 0; i < 3; ++i) Allocate("r" + std::to_string(i), "1g.10gb");
+  ASSERT_EQ(executor_->pending(), 1u) << "the third arrival starts the first solve";
+  text = registry_.Expose();
+  EXPECT_EQ(Sample(text, "migd_planner_value_arrivals_total"), 3);
+  EXPECT_EQ(Sample(text, "migd_planner_value_solves_total"), 0) << "queued, not yet run";
+  EXPECT_EQ(Sample(text, "migd_planner_value_table_version"), 0);
+  // The arrivals found 0, 1 and 2 of the 7 compute slices Active, all placed
+  // (the half-life of 2000 arrivals weighs them a little differently).
+  EXPECT_NEAR(Sample(text, "migd_planner_value_offered_load"), 1.0 / 7, 1e-3);
+  EXPECT_EQ(Sample(text, "migd_planner_value_offered_load"), values_->estimate().load);
+
+  ASSERT_EQ(executor_->RunPending(), 1u);
+  const planner::ValueServiceCounters c = values_->counters();
+  ASSERT_EQ(c.solves, 1u);
+  ASSERT_GT(c.last_solve_ns, 0);
+  text = registry_.Expose();
+  EXPECT_EQ(Sample(text, "migd_planner_value_solves_total"), 1);
+  EXPECT_EQ(Sample(text, "migd_planner_value_solve_failures_total"), 0);
+  EXPECT_EQ(Sample(text, "migd_planner_value_drift_solves_total"), 0);
+  EXPECT_EQ(Sample(text, "migd_planner_value_table_version"), 1);
+  EXPECT_EQ(Sample(text, "migd_planner_value_last_solve_seconds"), c.last_solve_ns * 1e-9);
+  EXPECT_EQ(Sample(text, "migd_planner_value_max_solve_seconds"), c.last_solve_ns * 1e-9);
+  EXPECT_EQ(Sample(text, "migd_planner_value_solve_seconds_total"), c.last_solve_ns * 1e-9);
+  // Only 1g.10gb has demand: its 7 one-slice placements on an H100-80GB,
+  // any subset of them, 2^7 layouts.
+  EXPECT_EQ(Sample(text, "migd_planner_value_max_table_states"), 128);
+  EXPECT_EQ(Sample(text, "migd_planner_value_max_table_bytes"), static_cast<double>(c.max_bytes));
+  EXPECT_GT(c.max_bytes, 0u);
+
+  // The fourth arrival finds 3 of 7 slices Active: the load estimate moves
+  // from 1/7 to 6/28 (decay aside), a drift of (6/28 - 1/7) / (4/7) = 1/8 >
+  // planner.driftThreshold 0.05, so it starts a drift solve.
+  Allocate("r3", "1g.10gb");
+  ASSERT_EQ(executor_->RunPending(), 1u);
+  const planner::ValueServiceCounters d = values_->counters();
+  text = registry_.Expose();
+  EXPECT_EQ(Sample(text, "migd_planner_value_arrivals_total"), 4);
+  EXPECT_EQ(Sample(text, "migd_planner_value_drift_solves_total"), 1);
+  EXPECT_EQ(Sample(text, "migd_planner_value_solves_total"), 2);
+  EXPECT_EQ(Sample(text, "migd_planner_value_table_version"), 2);
+  EXPECT_EQ(Sample(text, "migd_planner_value_last_solve_seconds"), d.last_solve_ns * 1e-9);
+  EXPECT_EQ(Sample(text, "migd_planner_value_max_solve_seconds"),
+            std::max(c.last_solve_ns, d.last_solve_ns) * 1e-9);
+  EXPECT_EQ(Sample(text, "migd_planner_value_solve_seconds_total"),
+            (c.last_solve_ns + d.last_solve_ns) * 1e-9);
+  EXPECT_EQ(Sample(text, "migd_planner_value_offered_load"), values_->estimate().load);
+}
+
+// A solve the table refuses (more states than SolveOptions::max_states) is
+// a failure: no table, version 0, the cost order decides.
+TEST_F(ValueServiceMetricsTest, ARefusedSolveIsCountedAsAFailure) {
+  planner::ValueOptions o;
+  o.min_arrivals = 1;
+  o.solve.max_states = 2;
+  StartWith(o);
+  Allocate("r0", "1g.10gb");
+  ASSERT_EQ(executor_->RunPending(), 1u);
+  const std::string text = registry_.Expose();
+  EXPECT_EQ(Sample(text, "migd_planner_value_solve_failures_total"), 1);
+  EXPECT_EQ(Sample(text, "migd_planner_value_solves_total"), 0);
+  EXPECT_EQ(Sample(text, "migd_planner_value_table_version"), 0);
+  EXPECT_EQ(Sample(text, "migd_planner_value_max_table_states"), 0);
+  EXPECT_EQ(Sample(text, "migd_planner_value_arrivals_total"), 1);
 }
 
 }  // namespace

@@ -105,9 +105,11 @@ void ValueService::ObserveArrival(const PlanInput& input, bool placed) {
     if (g.model == nullptr) continue;
     Entry& e = EntryLocked(*g.model);
     if (e.in_flight) continue;
-    const bool drifted = DriftLocked(e) > options_.drift_threshold;
-    if ((e.table == nullptr && !e.failed) || drifted) {
-      if (drifted) ++counters_.drift_solves;
+    // The first solve of a model is not a drift solve (an entry that never
+    // had a table is infinitely far from any estimate).
+    const bool first = e.table == nullptr && !e.failed;
+    if (first || DriftLocked(e) > options_.drift_threshold) {
+      if (!first) ++counters_.drift_solves;
       StartSolveLocked(e, e.extra);
     }
   }

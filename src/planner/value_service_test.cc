@@ -117,6 +117,23 @@ TEST(ValueServiceTest, DriftBeyondTheThresholdResolvesInTheBackground) {
   EXPECT_EQ(s.service->counters().drift_solves, 1u);
 }
 
+// The first solve a model's arrivals start is not counted as a drift solve
+// (there was no table to drift from); a later one that drift starts is.
+TEST(ValueServiceTest, TheFirstSolveIsNotADriftSolve) {
+  ValueOptions o;
+  o.min_arrivals = 2;
+  Service s(o);
+  s.service->ObserveArrival(Arrival("1g.10gb"), true);
+  s.service->ObserveArrival(Arrival("1g.10gb"), true);
+  ASSERT_EQ(s.executor->RunPending(), 1u);
+  EXPECT_EQ(s.service->counters().solves, 1u);
+  EXPECT_EQ(s.service->counters().drift_solves, 0u);
+  s.service->ObserveArrival(Arrival("3g.40gb"), true);  // a third of the mix: drift 1/3
+  ASSERT_EQ(s.executor->RunPending(), 1u);
+  EXPECT_EQ(s.service->counters().solves, 2u);
+  EXPECT_EQ(s.service->counters().drift_solves, 1u);
+}
+
 TEST(ValueServiceTest, AProfilePresentButNotInTheTableIsAddedByASolve) {
   Service s;
   const mig::GpuModel& m = Model("h100-80gb");

@@ -460,6 +460,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfigCase{"UnknownProfileName", "migProfileAllowlist: [1g.10g]\n",
                       "migProfileAllowlist[0]: unknown MIG profile \"1g.10g\" (did you mean "
                       "1g.10gb?)"},
+        BadConfigCase{"BadPlannerMinArrivals", "planner: {minArrivals: 0}\n",
+                      "planner.minArrivals: \"0\" is not a number of requests (use a whole "
+                      "number from 1 to 1000000, e.g. 50)"},
         BadConfigCase{"UnknownSocketGroup", "api: {socketGroup: no-such-group-4711}\n",
                       "api.socketGroup: no group named \"no-such-group-4711\" on this host"},
         // Known to the catalogue but not offered by this node's A100-40GB:

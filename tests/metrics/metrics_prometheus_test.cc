@@ -37,6 +37,8 @@
 #include "metrics/http_server.h"
 #include "metrics/migd_collector.h"
 #include "metrics/registry.h"
+#include "planner/solve_executor.h"
+#include "planner/value_service.h"
 #include "sim/fake_gpu_driver.h"
 #include "store/record_store.h"
 #include "testing/status_matchers.h"
@@ -64,8 +66,9 @@ void WriteFile(const std::string& path, const std::string& content) {
 
 // A registry holding every migd family with samples in most of them: a
 // Manager on a simulated A100 + H100 with Active, Idle and pod-owned
-// instances, listener events, injected NVML counts, CDI operations, plus a
-// test family with a label value that needs escaping.
+// instances, listener events, injected NVML counts, CDI operations, the
+// planner's value service after one solve, plus a test family with a label
+// value that needs escaping.
 class PopulatedRegistry {
  public:
   Status Init(const std::string& dir) {
@@ -86,6 +89,12 @@ class PopulatedRegistry {
     co.sync = false;
     publisher_ = std::make_unique<cdi::Publisher>(co, &reader_);
     o.publisher = publisher_.get();
+    planner::ValueOptions vo;
+    vo.min_arrivals = 1;
+    auto executor = std::make_unique<planner::ManualExecutor>();
+    executor_ = executor.get();
+    values_ = std::make_shared<planner::ValueService>(vo, std::move(executor));
+    o.values = values_;
     MIGD_ASSIGN_OR_RETURN(metrics_, MigdMetrics::Create(&registry_, o));
 
     MIGD_ASSIGN_OR_RETURN(fake_, sim::FakeGpuDriver::Create("a100-40gb:1,h100-80gb:1", {}, 7));
@@ -95,6 +104,7 @@ class PopulatedRegistry {
     engine::ManagerOptions opts;
     opts.boot_id = kBoot;
     opts.listener = metrics_.get();
+    opts.values = values_;
     MIGD_ASSIGN_OR_RETURN(mgr_, engine::Manager::Create(opts, *fake_, *store_, clock_, owners_));
     metrics_->AttachManager(mgr_.get());
 
@@ -114,6 +124,7 @@ class PopulatedRegistry {
     MIGD_RETURN_IF_ERROR(mgr_->Release("o1"));
     (void)mgr_->Allocate(req("big", "7g.40gb", false));  // fails: RESOURCE_EXHAUSTED
     MIGD_RETURN_IF_ERROR(mgr_->ReconcileOnce().status());
+    executor_->RunPending();
     (void)publisher_->writer().Remove("MIG-00000000-0000-0000-0000-000000000000");
 
     MIGD_ASSIGN_OR_RETURN(GaugeFamily * tricky,
@@ -132,6 +143,8 @@ class PopulatedRegistry {
   Registry registry_;
   cdi::OsHostReader reader_;
   std::unique_ptr<cdi::Publisher> publisher_;
+  planner::ManualExecutor* executor_ = nullptr;
+  std::shared_ptr<planner::ValueService> values_;
   std::unique_ptr<MigdMetrics> metrics_;
   FakeClock clock_;
   std::unique_ptr<sim::FakeGpuDriver> fake_;
@@ -155,7 +168,10 @@ TEST(PromtoolTest, CheckMetricsReportsNoProblem) {
         "migd_gpu_free_slices{gpu=\"1\"}", "migd_gpu_fragmentation{gpu=\"0\"}",
         "migd_nvml_sessions_opened_total 1", "migd_cdi_operations_total{kind=\"remove\"",
         "migd_cdi_pending_removals 0", "migd_reconcile_runs_total 1", "hami_mig_device_info{",
-        "hami_node_gpu_mig_instance_info{", "migd_build_info{"}) {
+        "hami_node_gpu_mig_instance_info{", "migd_build_info{",
+        "migd_planner_value_solves_total ", "migd_planner_value_table_version ",
+        "migd_planner_value_last_solve_seconds ", "migd_planner_value_max_table_bytes ",
+        "migd_planner_value_arrivals_total 4"}) {
     EXPECT_THAT(text, HasSubstr(series));
   }
   const std::string file = dir.Join("metrics.txt");

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include <filesystem>
+#include <functional>
 
 #include "cdi/names.h"
 #include "k8s/apiserver/testing/fake_api_server.h"
@@ -88,6 +89,23 @@ class DraDaemonE2eTest : public ::testing::Test {
     EXPECT_TRUE(d.ok()) << d.status();
     return d.ok() ? std::move(*d) : nullptr;
   }
+  // A kubelet (health stream as `health`) that has registered `migd`'s plugin.
+  std::unique_ptr<dra::FakeDraKubelet> StartKubelet(
+      DaemonProcess& migd, dra::HealthMode health = dra::HealthMode::kOff,
+      std::function<void()> on_start = nullptr) {
+    dra::FakeDraKubeletOptions ko;
+    ko.registry_dir = KubeletDir() + "/plugins_registry";
+    ko.health = health;
+    ko.on_start = std::move(on_start);
+    std::unique_ptr<dra::FakeDraKubelet> kubelet;
+    EXPECT_TRUE(Eventually([&] {
+      auto k = dra::FakeDraKubelet::Start(ko);
+      if (!k.ok() || (*k)->plugins().empty()) return false;
+      kubelet = std::move(*k);
+      return true;
+    })) << migd.Stderr();
+    return kubelet;
+  }
   bool PoolReady() {
     const auto pools = dra::AllocatorModel(35).Pools(resources_.Slices(), kNode);
     return pools.size() == 1 && pools[0].complete && pools[0].valid && pools[0].devices > 0;
@@ -115,16 +133,9 @@ class DraDaemonE2eTest : public ::testing::Test {
 TEST_F(DraDaemonE2eTest, PublishPrepareRestartUnprepareAndKubeletRestart) {
   std::unique_ptr<DaemonProcess> migd = Start();
   ASSERT_NE(migd, nullptr);
-  dra::FakeDraKubeletOptions ko;
-  ko.registry_dir = KubeletDir() + "/plugins_registry";
-  ko.on_start = [this] { resources_.DeleteNodeSlices(kNode); };
-  std::unique_ptr<dra::FakeDraKubelet> kubelet;
-  ASSERT_TRUE(Eventually([&] {
-    auto k = dra::FakeDraKubelet::Start(ko);
-    if (!k.ok() || (*k)->plugins().empty()) return false;
-    kubelet = std::move(*k);
-    return true;
-  })) << migd->Stderr();
+  std::unique_ptr<dra::FakeDraKubelet> kubelet = StartKubelet(
+      *migd, dra::HealthMode::kOff, [this] { resources_.DeleteNodeSlices(kNode); });
+  ASSERT_NE(kubelet, nullptr);
   EXPECT_EQ(kubelet->plugins()[0].endpoint, KubeletDir() + "/plugins/mig.migd.io/dra.sock");
   // kubelet deleted the slices at its start; the registration republishes.
   ASSERT_TRUE(Eventually([&] { return PoolReady(); })) << migd->Stderr();
@@ -184,16 +195,8 @@ TEST_F(DraDaemonE2eTest, XidOnTheGpuReachesKubeletsHealthStream) {
   o.socket_path = Socket();
   StatusOr<std::unique_ptr<DaemonProcess>> migd = DaemonProcess::Start(o, dir_.path());
   ASSERT_TRUE(migd.ok()) << migd.status();
-  dra::FakeDraKubeletOptions ko;
-  ko.registry_dir = KubeletDir() + "/plugins_registry";
-  ko.health = dra::HealthMode::kAdvertised;
-  std::unique_ptr<dra::FakeDraKubelet> kubelet;
-  ASSERT_TRUE(Eventually([&] {
-    auto k = dra::FakeDraKubelet::Start(ko);
-    if (!k.ok() || (*k)->plugins().empty()) return false;
-    kubelet = std::move(*k);
-    return true;
-  })) << (*migd)->Stderr();
+  std::unique_ptr<dra::FakeDraKubelet> kubelet = StartKubelet(**migd, dra::HealthMode::kAdvertised);
+  ASSERT_NE(kubelet, nullptr);
   EXPECT_EQ(kubelet->plugins()[0].health_service, "v1.DRAResourceHealth");
   const auto all_unhealthy = [](const std::vector<::v1::DeviceHealth>& list) {
     if (list.empty()) return false;
@@ -214,16 +217,8 @@ TEST_F(DraDaemonE2eTest, HealthDisabledOffersNoHealthService) {
   o.socket_path = Socket();
   StatusOr<std::unique_ptr<DaemonProcess>> migd = DaemonProcess::Start(o, dir_.path());
   ASSERT_TRUE(migd.ok()) << migd.status();
-  dra::FakeDraKubeletOptions ko;
-  ko.registry_dir = KubeletDir() + "/plugins_registry";
-  ko.health = dra::HealthMode::kAdvertised;
-  std::unique_ptr<dra::FakeDraKubelet> kubelet;
-  ASSERT_TRUE(Eventually([&] {
-    auto k = dra::FakeDraKubelet::Start(ko);
-    if (!k.ok() || (*k)->plugins().empty()) return false;
-    kubelet = std::move(*k);
-    return true;
-  })) << (*migd)->Stderr();
+  std::unique_ptr<dra::FakeDraKubelet> kubelet = StartKubelet(**migd, dra::HealthMode::kAdvertised);
+  ASSERT_NE(kubelet, nullptr);
   EXPECT_EQ(kubelet->plugins()[0].health_service, "");
   EXPECT_EQ(kubelet->plugins()[0].supported_versions,
             (std::vector<std::string>{"v1.DRAPlugin", "v1beta1.DRAPlugin"}));

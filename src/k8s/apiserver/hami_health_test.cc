@@ -70,13 +70,7 @@ class HamiHealthTest : public testing::HamiBackendFixture {
     backend_.reset();
     mgr_.reset();
     store_.reset();
-    store::RecordStoreOptions so;
-    so.boot_id = "boot-1";
-    MIGD_ASSERT_OK_AND_ASSIGN(store_, store::RecordStore::Open(dir_.Join("state"), clock_, so));
-    engine::ManagerOptions mo;
-    mo.boot_id = "boot-1";
-    mo.listener = listener_;
-    MIGD_ASSERT_OK_AND_ASSIGN(mgr_, engine::Manager::Create(mo, *fake_, *store_, clock_, owners_));
+    OpenEngine();
     MakeBackend();
   }
   // "<healthy>/<unhealthy>" of GPU `gpu`'s replicas in kubelet's latest list.

@@ -40,6 +40,13 @@ class HamiBackendFixture : public ::testing::Test {
     c.server = api_.url();
     MIGD_ASSERT_OK_AND_ASSIGN(client_, KubeClient::Create(c));
     MIGD_ASSERT_OK_AND_ASSIGN(fake_, sim::FakeGpuDriver::Create(gpus_, {}, 7));
+    OpenEngine();
+    for (const engine::GpuView& g : mgr_->Gpus()) gpu_uuids_.push_back(g.info.uuid.value());
+    MakeBackend();
+  }
+  // The record store and the Manager on dir_/state and fake_ (SetUp, and a
+  // test's migd restart after resetting both).
+  void OpenEngine() {
     store::RecordStoreOptions so;
     so.boot_id = "boot-1";
     MIGD_ASSERT_OK_AND_ASSIGN(store_, store::RecordStore::Open(dir_.Join("state"), clock_, so));
@@ -47,8 +54,6 @@ class HamiBackendFixture : public ::testing::Test {
     mo.boot_id = "boot-1";
     mo.listener = listener_;
     MIGD_ASSERT_OK_AND_ASSIGN(mgr_, engine::Manager::Create(mo, *fake_, *store_, clock_, owners_));
-    for (const engine::GpuView& g : mgr_->Gpus()) gpu_uuids_.push_back(g.info.uuid.value());
-    MakeBackend();
   }
   void MakeBackend(int patch_attempts = 5, std::set<std::string> allowlist = {}) {
     HamiBackendOptions o;

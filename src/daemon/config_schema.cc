@@ -37,7 +37,8 @@ constexpr KeySpec kSchema[] = {
             "directory, or another migd holds its lock. The default is on tmpfs (`/run`): MIG "
             "instances do not survive a reboot and migd discards records of another boot, so "
             "records need to outlive a restart of migd, not of the node. A directory on a "
-            "persistent filesystem works too (one fsync per record write there); see "
+            "persistent filesystem works too (each record write fsyncs the file and the directory, "
+            "a disk flush there); see "
             "docs/operations.md, \"Where the records live\"."},
     {.path = "api"},
     {.path = "api.socket",

@@ -1,15 +1,18 @@
 #include "base/file_util.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
 
 #include "base/crash_point.h"
+#include "base/defer.h"
 #include "base/status_macros.h"
 
 namespace migd {
@@ -121,6 +124,41 @@ Status ErrnoToStatus(int err, std::string_view what) {
     default:
       return InternalError(msg);
   }
+}
+
+bool IsAtomicWriteTempName(std::string_view name, std::string_view base_suffix,
+                           std::string_view temp_suffix) {
+  if (!name.starts_with(".") || !name.ends_with(temp_suffix)) return false;
+  std::string_view inner = name.substr(1, name.size() - 1 - temp_suffix.size());
+  const auto all_digits = [](std::string_view s) {
+    return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  for (int i = 0; i < 2; ++i) {  // ".<n>", then ".<pid>" (AtomicWriteFile's name)
+    const size_t dot = inner.rfind('.');
+    if (dot == std::string_view::npos || !all_digits(inner.substr(dot + 1))) return false;
+    inner = inner.substr(0, dot);
+  }
+  return inner.size() > base_suffix.size() && inner.ends_with(base_suffix);
+}
+
+StatusOr<std::vector<std::string>> ListDirectory(const std::string& dir, std::string_view what) {
+  const std::string subject = std::string(what) + " " + dir;
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return ErrnoToStatus(errno, "opening " + subject);
+  Defer close_dir([d] { ::closedir(d); });
+  std::vector<std::string> names;
+  while (true) {
+    errno = 0;
+    const dirent* e = ::readdir(d);
+    if (e == nullptr) {
+      if (errno != 0) return ErrnoToStatus(errno, "listing " + subject);
+      break;
+    }
+    std::string name(e->d_name);
+    if (name != "." && name != "..") names.push_back(std::move(name));
+  }
+  std::sort(names.begin(), names.end());
+  return names;
 }
 
 Status SyncDirectory(const std::string& dir) {

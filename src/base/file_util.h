@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/status.h"
 
@@ -47,6 +48,18 @@ struct AtomicWriteOptions {
 // the path and errno text).
 Status AtomicWriteFile(const std::string& path, std::string_view data,
                        const AtomicWriteOptions& options = {});
+
+// Whether `name` (a directory entry) is a temporary file AtomicWriteFile
+// makes for a final file whose name ends in `base_suffix` (e.g. ".json"):
+// ".<base>.<pid>.<n><temp_suffix>" with a non-empty base before the suffix.
+bool IsAtomicWriteTempName(std::string_view name, std::string_view base_suffix,
+                           std::string_view temp_suffix = ".tmp");
+
+// The entries of `dir` except "." and "..", sorted by name. Errors
+// (ErrnoToStatus) name "<what> <dir>": "opening ..." (kNotFound for a
+// missing directory) or "listing ...".
+StatusOr<std::vector<std::string>> ListDirectory(const std::string& dir,
+                                                 std::string_view what = "directory");
 
 // Reads a whole regular file without following a symlink at its last
 // component. Never blocks on, nor opens, a FIFO, socket or device node: the

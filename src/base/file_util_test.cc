@@ -459,5 +459,34 @@ TEST(ErrnoToStatusTest, MapsCommonErrors) {
   EXPECT_EQ(ErrnoToStatus(EBADF, "x").code(), StatusCode::kInternal);
 }
 
+TEST(ListDirectoryTest, ListsEveryEntryButDotAndDotDotSorted) {
+  TempDir dir;
+  WriteFileOrDie(dir.Join("b.json"), "");
+  WriteFileOrDie(dir.Join(".a.json.1.2.tmp"), "");
+  ASSERT_EQ(::mkdir(dir.Join("c").c_str(), 0700), 0);
+  StatusOr<std::vector<std::string>> names = ListDirectory(dir.path());
+  ASSERT_THAT(names, IsOk());
+  EXPECT_THAT(*names, ElementsAre(".a.json.1.2.tmp", "b.json", "c"));
+}
+
+TEST(ListDirectoryTest, AMissingDirectoryIsNotFoundNamingWhatItIs) {
+  TempDir dir;
+  EXPECT_THAT(ListDirectory(dir.Join("none"), "state directory").status(),
+              StatusIs(StatusCode::kNotFound,
+                       HasSubstr("opening state directory " + dir.Join("none"))));
+}
+
+// The names AtomicWriteFile gives its temporary files, and near misses.
+TEST(IsAtomicWriteTempNameTest, MatchesOnlyTheTempNameOfAFileWithTheSuffix) {
+  EXPECT_TRUE(IsAtomicWriteTempName(".r.json.123.4.tmp", ".json"));
+  EXPECT_TRUE(IsAtomicWriteTempName(".r.json.1.0.part", ".json", ".part"));
+  EXPECT_FALSE(IsAtomicWriteTempName("r.json.123.4.tmp", ".json"));   // no leading dot
+  EXPECT_FALSE(IsAtomicWriteTempName(".r.json.x.4.tmp", ".json"));    // pid not digits
+  EXPECT_FALSE(IsAtomicWriteTempName(".r.json.123.tmp", ".json"));    // one number only
+  EXPECT_FALSE(IsAtomicWriteTempName("..json.123.4.tmp", ".json"));   // empty base
+  EXPECT_FALSE(IsAtomicWriteTempName(".r.yaml.123.4.tmp", ".json"));  // other suffix
+  EXPECT_FALSE(IsAtomicWriteTempName(".r.json.123.4", ".json"));      // no temp suffix
+}
+
 }  // namespace
 }  // namespace migd

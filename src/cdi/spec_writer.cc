@@ -1,6 +1,5 @@
 #include "cdi/spec_writer.h"
 
-#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -20,21 +19,9 @@ namespace {
 // Entries of `dir` (names only, without "." and ".."). A missing directory
 // is empty.
 StatusOr<std::vector<std::string>> ListDir(const std::string& dir) {
-  std::vector<std::string> out;
-  DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) {
-    if (errno == ENOENT) return out;
-    return ErrnoToStatus(errno, "listing " + dir);
-  }
-  errno = 0;
-  while (struct dirent* e = ::readdir(d)) {
-    std::string name = e->d_name;
-    if (name != "." && name != "..") out.push_back(std::move(name));
-  }
-  const int err = errno;
-  ::closedir(d);
-  if (err != 0) return ErrnoToStatus(err, "listing " + dir);
-  return out;
+  StatusOr<std::vector<std::string>> names = ListDirectory(dir, "CDI spec directory");
+  if (names.status().code() == StatusCode::kNotFound) return std::vector<std::string>{};
+  return names;
 }
 
 enum class EntryKind { kAbsent, kRegular, kSymlink, kOther };

@@ -1,18 +1,16 @@
 // See store/gpu_mark_store.h.
 #include "store/gpu_mark_store.h"
 
-#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <nlohmann/json.hpp>
 
-#include "base/defer.h"
 #include "base/file_util.h"
 #include "base/json_reader.h"
 #include "base/status_macros.h"
+#include "store/private_dir.h"
 
 namespace migd::store {
 namespace {
@@ -20,11 +18,6 @@ namespace {
 constexpr int kVersion = 1;
 constexpr std::string_view kSuffix = ".json";
 constexpr size_t kMaxMarkBytes = 4096;
-
-// ".<name>.<pid>.<n>.tmp": AtomicWriteFile's temp files.
-bool IsTempName(const std::string& name) {
-  return name.size() > 1 && name[0] == '.' && name.ends_with(".tmp");
-}
 
 // The GPU a mark file's name gives ("<GPU UUID>.json"), if any.
 std::optional<GpuUuid> GpuOfName(const std::string& name) {
@@ -83,16 +76,7 @@ StatusOr<std::unique_ptr<GpuMarkStore>> GpuMarkStore::Open(const std::string& st
   }
   struct stat st {};
   if (::lstat(dir.c_str(), &st) != 0) return ErrnoToStatus(errno, "lstat " + dir);
-  if (!S_ISDIR(st.st_mode)) {
-    return FailedPreconditionError(
-        dir + " is not a directory (a symbolic link or a file); migd keeps its GPU health marks "
-              "there: move it away and restart migd");
-  }
-  if (st.st_uid != ::geteuid() || (st.st_mode & 022) != 0) {
-    return FailedPreconditionError(
-        dir + " is not owned by migd's user or is writable by group or others; migd keeps its GPU "
-              "health marks there: chown it to migd's user and chmod 0700 it");
-  }
+  MIGD_RETURN_IF_ERROR(CheckPrivateDir(dir, st, "GPU health mark directory"));
   return std::unique_ptr<GpuMarkStore>(
       new GpuMarkStore(dir, std::move(boot_id), clock, file_ops));
 }
@@ -142,27 +126,12 @@ StatusOr<GpuMark> GpuMarkStore::LoadOne(const std::string& name, const GpuUuid& 
 
 StatusOr<GpuMarkLoad> GpuMarkStore::LoadAll() {
   MutexLock lock(&mu_);
-  std::vector<std::string> names;
-  {
-    DIR* d = ::opendir(dir_.c_str());
-    if (d == nullptr) return ErrnoToStatus(errno, "opening " + dir_);
-    Defer close_dir([d] { ::closedir(d); });
-    while (true) {
-      errno = 0;
-      const dirent* e = ::readdir(d);
-      if (e == nullptr) {
-        if (errno != 0) return ErrnoToStatus(errno, "listing " + dir_);
-        break;
-      }
-      std::string name(e->d_name);
-      if (name != "." && name != "..") names.push_back(std::move(name));
-    }
-  }
-  std::sort(names.begin(), names.end());
+  MIGD_ASSIGN_OR_RETURN(const std::vector<std::string> names,
+                        ListDirectory(dir_, "GPU health mark directory"));
   GpuMarkLoad out;
   for (const std::string& name : names) {
     const std::string path = dir_ + "/" + name;
-    if (IsTempName(name)) {
+    if (IsAtomicWriteTempName(name, kSuffix)) {
       MIGD_RETURN_IF_ERROR(RemoveLocked(path));  // an interrupted Put: old mark or new
       continue;
     }

@@ -134,9 +134,9 @@ TEST_F(GpuMarkStoreTest, OpenRefusesASymlinkInPlaceOfTheDirectory) {
   ASSERT_EQ(::symlink("/tmp", dir_.Join(std::string(kGpuMarkDirName)).c_str()), 0);
   EXPECT_THAT(GpuMarkStore::Open(dir_.path(), "boot-a", clock_).status(),
               StatusIs(StatusCode::kFailedPrecondition,
-                       HasSubstr("is not a directory (a symbolic link or a file)")));
+                       HasSubstr("is a symbolic link; migd does not follow it")));
   EXPECT_THAT(GpuMarkStore::Open(dir_.path(), "", clock_).status(),
-              StatusIs(StatusCode::kInvalidArgument, HasSubstr("")));
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("needs a boot id")));
 }
 
 TEST_F(GpuMarkStoreTest, OpenRefusesADirectoryOthersCanWrite) {
@@ -144,7 +144,8 @@ TEST_F(GpuMarkStoreTest, OpenRefusesADirectoryOthersCanWrite) {
   ASSERT_EQ(::mkdir(dir.c_str(), 0700), 0);
   ASSERT_EQ(::chmod(dir.c_str(), 0777), 0);
   EXPECT_THAT(GpuMarkStore::Open(dir_.path(), "boot-a", clock_).status(),
-              StatusIs(StatusCode::kFailedPrecondition, HasSubstr("chmod 0700 it")));
+              StatusIs(StatusCode::kFailedPrecondition,
+                       HasSubstr("is writable by group or others (mode 0777): chmod 0700 " + dir)));
 }
 
 // FileOps that fails every atomic write.

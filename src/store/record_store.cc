@@ -15,6 +15,7 @@
 #include "base/defer.h"
 #include "base/file_util.h"
 #include "store/gpu_mark_store.h"
+#include "store/private_dir.h"
 
 namespace migd::store {
 namespace {
@@ -26,54 +27,10 @@ constexpr std::string_view kTempSuffix = ".tmp";
 constexpr size_t kMaxQuarantineBase = 200;
 constexpr int kMaxQuarantineAttempts = 100;
 
-bool AllDigits(std::string_view s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
-
 // ".<base>.json.<pid>.<n>.tmp": the temp name AtomicWriteFile uses for a
 // record (base/file_util.h).
 bool IsRecordTempName(std::string_view name) {
-  if (!name.starts_with(".") || !name.ends_with(kTempSuffix)) return false;
-  std::string_view inner = name.substr(1, name.size() - 1 - kTempSuffix.size());
-  for (int i = 0; i < 2; ++i) {
-    const size_t dot = inner.rfind('.');
-    if (dot == std::string_view::npos || !AllDigits(inner.substr(dot + 1))) return false;
-    inner = inner.substr(0, dot);
-  }
-  return inner.size() > kJsonSuffix.size() && inner.ends_with(kJsonSuffix);
-}
-
-std::string OctalMode(mode_t mode) {
-  char buf[16];
-  std::snprintf(buf, sizeof(buf), "%04o", static_cast<unsigned>(mode & 07777));
-  return buf;
-}
-
-// A directory that holds records must be ours alone: not a symlink, a real
-// directory, owned by our euid, not writable by group or others.
-Status CheckPrivateDir(const std::string& dir, const struct stat& st, std::string_view role) {
-  const std::string what = std::string(role) + " " + dir;
-  if (S_ISLNK(st.st_mode)) {
-    return FailedPreconditionError(
-        what +
-        " is a symbolic link; migd does not follow it: point stateDir at a real "
-        "directory (or replace the link by a directory with mode 0700)");
-  }
-  if (!S_ISDIR(st.st_mode)) {
-    return FailedPreconditionError(
-        what + " exists but is not a directory: move it away or choose another stateDir");
-  }
-  const uid_t euid = ::geteuid();
-  if (st.st_uid != euid) {
-    return FailedPreconditionError(what + " is owned by uid " + std::to_string(st.st_uid) +
-                                   ", not by migd's euid " + std::to_string(euid) + ": chown " +
-                                   std::to_string(euid) + " " + dir);
-  }
-  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
-    return FailedPreconditionError(what + " is writable by group or others (mode " +
-                                   OctalMode(st.st_mode) + "): chmod 0700 " + dir);
-  }
-  return OkStatus();
+  return IsAtomicWriteTempName(name, kJsonSuffix, kTempSuffix);
 }
 
 std::string ParentDir(const std::string& path) {

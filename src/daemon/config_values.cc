@@ -222,22 +222,29 @@ Status CheckDraDriverName(std::string_view value) {
                               "63 characters, e.g. mig.migd.io)");
 }
 
-StatusOr<double> ParseDriftThreshold(std::string_view value) {
-  const absl::string_view text(value.data(), value.size());
+namespace {
+
+// A finite number in [lo, hi]; otherwise "<value> is not <what>".
+StatusOr<double> ParseNumberIn(std::string_view value, double lo, double hi,
+                               std::string_view what) {
   double v = 0;
-  if (absl::SimpleAtod(text, &v) && std::isfinite(v) && v >= 0.01 && v <= 1) return v;
-  return InvalidArgumentError(Quote(value) +
-                              " is not a drift threshold (use a number from 0.01 to 1, e.g. "
-                              "0.05)");
+  if (absl::SimpleAtod(absl::string_view(value.data(), value.size()), &v) && std::isfinite(v) &&
+      v >= lo && v <= hi) {
+    return v;
+  }
+  return InvalidArgumentError(Quote(value) + " is not " + std::string(what));
+}
+
+}  // namespace
+
+StatusOr<double> ParseDriftThreshold(std::string_view value) {
+  return ParseNumberIn(value, 0.01, 1,
+                       "a drift threshold (use a number from 0.01 to 1, e.g. 0.05)");
 }
 
 StatusOr<double> ParseHalfLifeArrivals(std::string_view value) {
-  const absl::string_view text(value.data(), value.size());
-  double v = 0;
-  if (absl::SimpleAtod(text, &v) && std::isfinite(v) && v >= 1 && v <= 1e9) return v;
-  return InvalidArgumentError(Quote(value) +
-                              " is not a half-life in requests (use a number from 1 to "
-                              "1000000000, e.g. 2000)");
+  return ParseNumberIn(value, 1, 1e9,
+                       "a half-life in requests (use a number from 1 to 1000000000, e.g. 2000)");
 }
 
 StatusOr<int64_t> ParseMinArrivals(std::string_view value) {

@@ -261,6 +261,11 @@ Status ParseEventKnobs(const std::function<const char*(const char*)>& get, SimCo
   if (const char* v = get(kEnvGpuLost)) {
     MIGD_ASSIGN_OR_RETURN(c.gpu_lost, ParseChoice(kEnvGpuLost, v, kLost));
   }
+  static constexpr std::pair<std::string_view, LostCalls> kLostCalls[] = {
+      {"gpu-is-lost", LostCalls::kGpuIsLost}, {"documented", LostCalls::kDocumented}};
+  if (const char* v = get(kEnvLostCalls)) {
+    MIGD_ASSIGN_OR_RETURN(c.lost_calls, ParseChoice(kEnvLostCalls, v, kLostCalls));
+  }
   if (const char* v = get(kEnvUnsupportedEvents)) {
     for (absl::string_view part : absl::StrSplit(v, ',', absl::SkipWhitespace())) {
       const absl::string_view t = absl::StripAsciiWhitespace(part);

@@ -62,6 +62,7 @@ inline constexpr char kEnvNewCiVisibility[] = "MIGD_SIM_NEW_CI_VISIBILITY";
 inline constexpr char kEnvEventWaitZero[] = "MIGD_SIM_EVENT_WAIT_ZERO";
 inline constexpr char kEnvEventCoalesce[] = "MIGD_SIM_EVENT_COALESCE";
 inline constexpr char kEnvGpuLost[] = "MIGD_SIM_GPU_LOST";
+inline constexpr char kEnvLostCalls[] = "MIGD_SIM_LOST_CALLS";
 inline constexpr char kEnvUnsupportedEvents[] = "MIGD_SIM_UNSUPPORTED_EVENTS";
 // Events injected after the process's first nvmlInit (sim/events.h syntax,
 // delays allowed); read by the library, not by SimConfigFromEnv: a bad list
@@ -72,7 +73,7 @@ inline constexpr char kEnvEvents[] = "MIGD_SIM_EVENTS";
 // under one variant (tests/sim_variants).
 inline constexpr const char* kHeaderOpenKnobs[] = {
     kEnvMigIndex,      kEnvLegacyMigUuid, kEnvParentInstanceId, kEnvNewCiVisibility,
-    kEnvEventWaitZero, kEnvEventCoalesce, kEnvGpuLost};
+    kEnvEventWaitZero, kEnvEventCoalesce, kEnvGpuLost,          kEnvLostCalls};
 
 // Largest N of MIGD_SIM_NEW_CI_VISIBILITY=after-walks:N.
 inline constexpr uint32_t kMaxHiddenWalks = 8;
@@ -139,6 +140,10 @@ enum class EventCoalesce { kEach, kLast };
 // event when registered (else as kWaitError), or NVML_ERROR_GPU_IS_LOST from
 // nvmlEventSetWait_v2 ("if a GPU has fallen off the bus").
 enum class GpuLostReport { kEvent, kWaitError };
+// What a call on a lost GPU answers: GPU_IS_LOST from every call, or only
+// from the calls whose nvml.h entry lists it (the others, silent there,
+// answer NVML_ERROR_UNKNOWN).
+enum class LostCalls { kGpuIsLost, kDocumented };
 // nvmlDeviceGetGpuInstanceId / GetComputeInstanceId given a GPU handle.
 enum class ParentInstanceIdAnswer { kNotSupported, kInvalidArgument };
 
@@ -167,6 +172,7 @@ struct SimConfig {
   EventWaitZero event_wait_zero = EventWaitZero::kImmediate;
   EventCoalesce event_coalesce = EventCoalesce::kEach;
   GpuLostReport gpu_lost = GpuLostReport::kEvent;
+  LostCalls lost_calls = LostCalls::kGpuIsLost;
   // Event type bits nvmlDeviceGetSupportedEventTypes leaves out (per process;
   // MIGD_SIM_UNSUPPORTED_EVENTS=xid,mig-config,gpu-unavailable).
   uint64_t unsupported_event_types = 0;

@@ -50,12 +50,22 @@ bool ParseTarget(absl::string_view target, bool instances, EventSpec& spec) {
   return true;
 }
 
+// The kinds named by a bare word before "@<gpu>".
+std::optional<EventSpecKind> GpuEventKindNamed(absl::string_view what) {
+  if (what == "mig-config") return EventSpecKind::kMigConfigChange;
+  if (what == "gpu-lost") return EventSpecKind::kGpuLost;
+  if (what == "gpu-back") return EventSpecKind::kGpuBack;
+  if (what == "gpu-reset") return EventSpecKind::kGpuReset;
+  return std::nullopt;
+}
+
 StatusOr<EventSpec> ParseEntry(absl::string_view entry, bool allow_delay) {
   const std::string text = Str(entry);
   auto bad = [&](const std::string& why) {
     return InvalidArgumentError("event '" + text + "': " + why +
                                 " (expected xid=<N>@<gpu>[/<gi>[/<ci>]][+<ms>], "
-                                "mig-config@<gpu>[+<ms>] or gpu-lost@<gpu>[+<ms>])");
+                                "mig-config@<gpu>[+<ms>], gpu-lost@<gpu>[+<ms>], gpu-back@<gpu>[+<ms>] or "
+                                "gpu-reset@<gpu>[+<ms>])");
   };
   EventSpec spec;
   absl::string_view rest = entry;
@@ -76,8 +86,8 @@ StatusOr<EventSpec> ParseEntry(absl::string_view entry, bool allow_delay) {
     if (!xid) return bad("the Xid must be a decimal number");
     spec.xid = *xid;
     if (!ParseTarget(target, true, spec)) return bad("bad <gpu>[/<gi>[/<ci>]]");
-  } else if (what == "mig-config" || what == "gpu-lost") {
-    spec.kind = what == "gpu-lost" ? EventSpecKind::kGpuLost : EventSpecKind::kMigConfigChange;
+  } else if (std::optional<EventSpecKind> kind = GpuEventKindNamed(what)) {
+    spec.kind = *kind;
     if (!ParseTarget(target, false, spec)) return bad("bad <gpu>");
   } else {
     return bad("unknown event kind");

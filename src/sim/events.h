@@ -14,7 +14,12 @@
 //                                       attributed to GI <gi> (and CI <ci>)
 //   mig-config@<gpu>[+<ms>]             an nvmlEventMigConfigChange, as
 //                                       another NVML client's change makes
-//   gpu-lost@<gpu>[+<ms>]               the GPU falls off the bus
+//   gpu-lost@<gpu>[+<ms>]               the GPU falls off the bus: its
+//                                       calls answer GPU_IS_LOST
+//   gpu-back@<gpu>[+<ms>]               a lost GPU answers again, its GIs
+//                                       and CIs as they were
+//   gpu-reset@<gpu>[+<ms>]              a lost GPU answers again after a
+//                                       reset: no GIs or CIs left
 // where +<ms> delays the event by that many milliseconds (after the first
 // nvmlInit of the process for MIGD_SIM_EVENTS; not allowed elsewhere).
 // Example: "xid=79@0+500,xid=31@1/2/0,gpu-lost@1+2000".
@@ -33,7 +38,7 @@
 
 namespace migd::sim {
 
-enum class EventSpecKind { kXid, kMigConfigChange, kGpuLost };
+enum class EventSpecKind { kXid, kMigConfigChange, kGpuLost, kGpuBack, kGpuReset };
 
 struct EventSpec {
   EventSpecKind kind = EventSpecKind::kXid;

@@ -135,6 +135,26 @@ TEST(MachineEventsTest, InjectsAttributedAndUnattributedXidsAndALostGpu) {
             NVML_ERROR_INVALID_ARGUMENT);
 }
 
+TEST(MachineEventsTest, ALostGpuComesBackWithItsInstancesOrAfterAResetWithout) {
+  SimState s = NewState("a100-40gb:2");
+  Machine m(s, Cat());
+  ASSERT_TRUE(m.CreateGi(GpuIndex(0), GiProfileId(9), std::nullopt).ok());
+  ASSERT_TRUE(m.CreateGi(GpuIndex(1), GiProfileId(9), std::nullopt).ok());
+  MIGD_ASSERT_OK_AND_ASSIGN(std::vector<EventSpec> specs,
+                            ParseEventSpecs("gpu-lost@0,gpu-lost@1,gpu-back@0,gpu-reset@1", false));
+  EXPECT_EQ(specs[2].kind, EventSpecKind::kGpuBack);
+  EXPECT_EQ(specs[3].kind, EventSpecKind::kGpuReset);
+  // Only a lost GPU comes back.
+  EXPECT_EQ(m.InjectEvent(specs[2]).code(), NVML_ERROR_INVALID_ARGUMENT);
+  for (const EventSpec& spec : specs) ASSERT_TRUE(m.InjectEvent(spec).ok());
+  EXPECT_FALSE(s.gpus[0].lost);
+  EXPECT_FALSE(s.gpus[1].lost);
+  EXPECT_EQ(s.gpus[0].gpu_instances.size(), 1u);  // back as it was
+  EXPECT_TRUE(s.gpus[1].gpu_instances.empty());   // a reset destroys every GI
+  // Neither records an event: nvml.h defines none for a GPU that returns.
+  EXPECT_EQ(s.events.back().type, abi::kEventTypeGpuUnavailableError);
+}
+
 TEST(MachineEventsTest, AttributionNeedsMigOn) {
   SimState s = NewState("a100-40gb:1:mig-off");
   Machine m(s, Cat());

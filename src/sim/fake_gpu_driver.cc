@@ -73,6 +73,10 @@ StatusOr<const SimGpu*> FakeGpuDriver::AccessibleGpu(Machine& m, GpuIndex gpu,
     return Finish(method, SimStatus(NVML_ERROR_NO_PERMISSION, "GPU marked no-permission"),
                   std::string(method) + OnGpu(gpu));
   }
+  if (g->lost) {
+    return Finish(method, SimStatus(NVML_ERROR_GPU_IS_LOST, "the GPU has fallen off the bus"),
+                  std::string(method) + OnGpu(gpu));
+  }
   return g;
 }
 
@@ -87,7 +91,8 @@ StatusOr<std::vector<driver::GpuInfo>> FakeGpuDriver::ListGpus() {
   Machine m(state_, *catalog_);
   std::vector<driver::GpuInfo> out;
   for (const SimGpu& gpu : state_.gpus) {
-    if (!gpu.permission) continue;  // skipped, as NO_PERMISSION GPUs are (nvml.md §7.16)
+    // Skipped, as NvmlDriver skips NO_PERMISSION and GPU_IS_LOST GPUs.
+    if (!gpu.permission || gpu.lost) continue;
     const mig::GpuModel& model = m.ModelOf(gpu);
     driver::GpuInfo info;
     info.index = gpu.index;

@@ -190,9 +190,11 @@ class Machine {
   // Records an injected event now (its delay_ms is the caller's business).
   // kXid: an nvmlEventTypeXidCriticalError with the spec's Xid and
   // attribution; kGpuLost: marks the GPU lost and records an
-  // nvmlEventTypeGpuUnavailableError. INVALID_ARGUMENT for an unknown GPU or
-  // a GI/CI attribution with MIG off; GPU_IS_LOST for any event on a GPU
-  // already lost.
+  // nvmlEventTypeGpuUnavailableError; kGpuBack: a lost GPU answers again
+  // (no event: nvml.h defines none for it); kGpuReset: as kGpuBack after a
+  // GPU reset, its GIs and CIs gone. INVALID_ARGUMENT for an unknown GPU, a
+  // GI/CI attribution with MIG off, or kGpuBack/kGpuReset on a GPU that is
+  // not lost; GPU_IS_LOST for any other event on a GPU already lost.
   SimStatus InjectEvent(const EventSpec& spec);
 
   // Adds one to counters[function][result].

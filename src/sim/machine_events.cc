@@ -1,6 +1,8 @@
 // Machine's event log (sim/machine.h, "Events").
 #include <string>
 
+#include "sim/events.h"
+
 #include "driver/nvml/nvml_abi.h"
 #include "sim/machine.h"
 
@@ -35,7 +37,13 @@ SimStatus Machine::InjectEvent(const EventSpec& spec) {
   if (gpu == nullptr) {
     return SimStatus(NVML_ERROR_INVALID_ARGUMENT, "no GPU " + std::to_string(spec.gpu));
   }
-  if (gpu->lost) {
+  const bool comes_back =
+      spec.kind == EventSpecKind::kGpuBack || spec.kind == EventSpecKind::kGpuReset;
+  if (comes_back && !gpu->lost) {
+    return SimStatus(NVML_ERROR_INVALID_ARGUMENT,
+                     "GPU " + std::to_string(spec.gpu) + " is not lost: it cannot come back");
+  }
+  if (gpu->lost && !comes_back) {
     return SimStatus(NVML_ERROR_GPU_IS_LOST, "GPU " + std::to_string(spec.gpu) + " is lost");
   }
   switch (spec.kind) {
@@ -53,6 +61,12 @@ SimStatus Machine::InjectEvent(const EventSpec& spec) {
       gpu->lost = true;
       RecordEvent(gpu->index, abi::kEventTypeGpuUnavailableError, 0);
       break;
+    case EventSpecKind::kGpuReset:
+      gpu->gpu_instances.clear();  // a reset destroys every GI and CI
+      ++state_->serial;
+      gpu->lost = false;
+      break;
+    case EventSpecKind::kGpuBack: gpu->lost = false; break;
   }
   return SimStatus();
 }

@@ -170,6 +170,7 @@ nvmlReturn_t GetHandleByIndex(Ctx& c, unsigned int index, nvmlDevice_t* device) 
   const SimGpu* gpu = c.m.FindGpu(GpuIndex(index));
   if (gpu == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
   if (!gpu->permission) return NVML_ERROR_NO_PERMISSION;
+  if (c.Lost(*gpu)) return NVML_ERROR_GPU_IS_LOST;
   *device = c.GpuHandle(*gpu);
   return NVML_SUCCESS;
 }
@@ -180,6 +181,7 @@ nvmlReturn_t GetHandleByUuid(Ctx& c, const char* uuid, nvmlDevice_t* device) {
   for (const SimGpu& gpu : c.m.state().gpus) {
     if (absl::EqualsIgnoreCase(Av(gpu.uuid.value()), Av(want))) {
       if (!gpu.permission) return NVML_ERROR_NO_PERMISSION;
+      if (c.Lost(gpu)) return NVML_ERROR_GPU_IS_LOST;
       *device = c.GpuHandle(gpu);
       return NVML_SUCCESS;
     }
@@ -190,6 +192,7 @@ nvmlReturn_t GetHandleByUuid(Ctx& c, const char* uuid, nvmlDevice_t* device) {
   if (!loc) return refused;
   const SimGpu* gpu = c.m.FindGpu(loc->gpu);
   if (!gpu->permission) return NVML_ERROR_NO_PERMISSION;
+  if (c.Lost(*gpu)) return NVML_ERROR_GPU_IS_LOST;
   *device =
       c.MigHandle(*gpu, *c.m.FindGi(loc->gpu, loc->gi), *c.m.FindCi(loc->gpu, loc->gi, loc->ci));
   return NVML_SUCCESS;
@@ -202,6 +205,7 @@ nvmlReturn_t GetHandleByPciBusId(Ctx& c, const char* pci_bus_id, nvmlDevice_t* d
   for (const SimGpu& gpu : c.m.state().gpus) {
     if (ParsePciBusId(gpu.pci_bus_id) == want) {
       if (!gpu.permission) return NVML_ERROR_NO_PERMISSION;
+      if (c.Lost(gpu)) return NVML_ERROR_GPU_IS_LOST;
       *device = c.GpuHandle(gpu);
       return NVML_SUCCESS;
     }

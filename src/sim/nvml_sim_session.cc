@@ -53,6 +53,11 @@ nvmlReturn_t Transact(Session& session, SimHost& host, const char* fn,
           Outcome o = body(ctx);
           result = o.code;
           mutated = o.mutated;
+          // A call that met a lost GPU changed nothing (its handles did not
+          // resolve) and answers as the knob says.
+          if (ctx.met_lost_gpu() && result != NVML_SUCCESS) {
+            result = LostAnswer(session.config, fn);
+          }
         }
         machine.CountCall(fn, NvmlResultName(result));
         return mutated ? Commit::kDurable : Commit::kCountersOnly;
@@ -342,11 +347,46 @@ nvmlComputeInstance_t Ctx::CiHandle(const SimGpu& gpu, const SimGi& gi, const Si
       session_.Intern(HandleKind::kCi, gpu.index.value(), gi.id.value(), ci.id.value(), ci.serial));
 }
 
+bool Ctx::Lost(const SimGpu& gpu) const {
+  if (gpu.lost) met_lost_gpu_ = true;
+  return gpu.lost;
+}
+
+// The calls of this library whose nvml.h entry lists "NVML_ERROR_GPU_IS_LOST
+// if the target GPU has fallen off the bus or is otherwise inaccessible" (or,
+// for the wait, "if a GPU has fallen off the bus"); NVIDIA/go-nvml
+// gen/nvml/nvml.h. The others are silent on a lost GPU.
+constexpr std::string_view kCallsDocumentingGpuIsLost[] = {
+    "nvmlDeviceGetComputeRunningProcesses_v3",
+    "nvmlDeviceGetGraphicsRunningProcesses_v3",
+    "nvmlDeviceGetHandleByIndex_v2",
+    "nvmlDeviceGetHandleByPciBusId_v2",
+    "nvmlDeviceGetHandleByUUID",
+    "nvmlDeviceGetIndex",
+    "nvmlDeviceGetMemoryInfo",
+    "nvmlDeviceGetMemoryInfo_v2",
+    "nvmlDeviceGetMinorNumber",
+    "nvmlDeviceGetName",
+    "nvmlDeviceGetPciInfo_v3",
+    "nvmlDeviceGetSupportedEventTypes",
+    "nvmlDeviceGetUUID",
+    "nvmlDeviceRegisterEvents",
+    "nvmlEventSetWait_v2",
+};
+
+nvmlReturn_t LostAnswer(const SimConfig& config, std::string_view fn) {
+  if (config.lost_calls == LostCalls::kGpuIsLost) return NVML_ERROR_GPU_IS_LOST;
+  for (std::string_view documented : kCallsDocumentingGpuIsLost) {
+    if (fn == documented) return NVML_ERROR_GPU_IS_LOST;
+  }
+  return NVML_ERROR_UNKNOWN;  // "on any unexpected error"
+}
+
 std::optional<Resolved> Ctx::Resolve(const Handle* h) const {
   Resolved r;
   r.handle = h;
   r.gpu = m.FindGpu(GpuIndex(h->gpu));
-  if (r.gpu == nullptr) return std::nullopt;
+  if (r.gpu == nullptr || Lost(*r.gpu)) return std::nullopt;
   if (h->kind == HandleKind::kGpu) return r;
   r.gi = m.FindGi(GpuIndex(h->gpu), NvmlGiId(h->gi));
   if (r.gi == nullptr) return std::nullopt;

@@ -162,6 +162,13 @@ class Ctx {
   std::optional<Resolved> Gi(nvmlGpuInstance_t g) const;
   std::optional<Resolved> Ci(nvmlComputeInstance_t c) const;
 
+  // Whether `gpu` is lost (an injected gpu-lost); notes that this call met
+  // it, so that the call answers as a lost GPU's (LostAnswer). Resolving a
+  // handle of a lost GPU (Device, Gpu, Gi, Ci) fails the same way.
+  bool Lost(const SimGpu& gpu) const;
+  // Whether this call met a lost GPU.
+  bool met_lost_gpu() const { return met_lost_gpu_; }
+
   // A CI just created: hidden from the next walks if the knob says so.
   void NoteNewCi(const SimGpu& gpu, const SimCi& ci);
   // The serials of `gpu`'s CIs the walk does not show yet. `walk_start`: the
@@ -182,7 +189,13 @@ class Ctx {
   std::optional<Resolved> Resolve(const Handle* h) const;
 
   Session& session_;
+  mutable bool met_lost_gpu_ = false;
 };
+
+// What a call that met a lost GPU answers (MIGD_SIM_LOST_CALLS): GPU_IS_LOST,
+// or under LostCalls::kDocumented NVML_ERROR_UNKNOWN for the calls whose
+// nvml.h entry does not list GPU_IS_LOST.
+nvmlReturn_t LostAnswer(const SimConfig& config, std::string_view fn);
 
 // Writes "libnvidia-ml-sim: <message>" to stderr.
 void Report(const std::string& message);

@@ -93,8 +93,9 @@ struct SimGpu {
   bool mig_pending = true;
   // False: nvmlDeviceGetHandleByIndex_v2 answers NO_PERMISSION (nvml.md §7.16).
   bool permission = true;
-  // Fallen off the bus (an injected gpu-lost): its event calls answer
-  // NVML_ERROR_GPU_IS_LOST.
+  // Fallen off the bus (an injected gpu-lost, until gpu-back, gpu-reset or a
+  // reboot): every call on it answers NVML_ERROR_GPU_IS_LOST
+  // (MIGD_SIM_LOST_CALLS).
   bool lost = false;
   std::vector<SimGi> gpu_instances;  // sorted by id
   friend bool operator==(const SimGpu&, const SimGpu&) = default;

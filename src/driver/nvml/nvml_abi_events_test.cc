@@ -137,6 +137,61 @@ TEST_F(NvmlAbiEventsTest, ALostGpuAnswersGpuIsLost) {
   EXPECT_EQ(sim_testing::InjectEvents(MIGD_SIM_LIBRARY, "bogus"), NVML_ERROR_INVALID_ARGUMENT);
 }
 
+// While lost, every call on the GPU answers GPU_IS_LOST (nvmlDeviceGetUUID,
+// nvmlDeviceGetHandleByIndex_v2: "if the target GPU has fallen off the bus or
+// is otherwise inaccessible"), the other GPU answers as before, and the
+// count still counts it; gpu-back makes it answer again.
+TEST_F(NvmlAbiEventsTest, EveryCallOnALostGpuAnswersGpuIsLostUntilItComesBack) {
+  Start();
+  Inject("gpu-lost@0");
+  char uuid[96] = {};
+  unsigned int current = 0;
+  unsigned int pending = 0;
+  EXPECT_EQ(lib_->Call<nvmlDeviceGetString_fn>(S::kDeviceGetUuid, dev_, uuid, 96u),
+            NVML_ERROR_GPU_IS_LOST);
+  EXPECT_EQ(lib_->Call<nvmlDeviceGetMigMode_fn>(S::kDeviceGetMigMode, dev_, &current, &pending),
+            NVML_ERROR_GPU_IS_LOST);
+  nvmlDevice_t again = nullptr;
+  EXPECT_EQ(lib_->Call<nvmlDeviceGetHandleByIndex_fn>(S::kDeviceGetHandleByIndexV2, 0u, &again),
+            NVML_ERROR_GPU_IS_LOST);
+  nvmlDevice_t other = nullptr;
+  ASSERT_EQ(lib_->Call<nvmlDeviceGetHandleByIndex_fn>(S::kDeviceGetHandleByIndexV2, 1u, &other),
+            NVML_SUCCESS);
+  EXPECT_EQ(lib_->Call<nvmlDeviceGetString_fn>(S::kDeviceGetUuid, other, uuid, 96u), NVML_SUCCESS);
+  unsigned int count = 0;
+  EXPECT_EQ(lib_->Call<nvmlDeviceGetCount_fn>(S::kDeviceGetCountV2, &count), NVML_SUCCESS);
+  EXPECT_EQ(count, 2u);
+
+  Inject("gpu-back@0");
+  EXPECT_EQ(lib_->Call<nvmlDeviceGetString_fn>(S::kDeviceGetUuid, dev_, uuid, 96u), NVML_SUCCESS);
+  EXPECT_EQ(lib_->Call<nvmlDeviceGetMigMode_fn>(S::kDeviceGetMigMode, dev_, &current, &pending),
+            NVML_SUCCESS);
+  EXPECT_EQ(lib_->Call<nvmlDeviceGetHandleByIndex_fn>(S::kDeviceGetHandleByIndexV2, 0u, &again),
+            NVML_SUCCESS);
+  EXPECT_EQ(again, dev_);
+  // Only a lost GPU can come back.
+  EXPECT_EQ(sim_testing::InjectEvents(MIGD_SIM_LIBRARY, "gpu-back@0"), NVML_ERROR_INVALID_ARGUMENT);
+}
+
+// nvmlDeviceGetMigMode's entry does not list GPU_IS_LOST: under
+// MIGD_SIM_LOST_CALLS=documented it answers UNKNOWN ("on any unexpected
+// error"), while the calls whose entries list it still answer GPU_IS_LOST.
+TEST_F(NvmlAbiEventsTest, UnderDocumentedOnlyTheCallsThatListGpuIsLostAnswerIt) {
+  Start({{"MIGD_SIM_LOST_CALLS", "documented"}});
+  Inject("gpu-lost@0");
+  char uuid[96] = {};
+  unsigned int current = 0;
+  unsigned int pending = 0;
+  EXPECT_EQ(lib_->Call<nvmlDeviceGetString_fn>(S::kDeviceGetUuid, dev_, uuid, 96u),
+            NVML_ERROR_GPU_IS_LOST);
+  EXPECT_EQ(lib_->Call<nvmlDeviceGetMigMode_fn>(S::kDeviceGetMigMode, dev_, &current, &pending),
+            NVML_ERROR_UNKNOWN);
+  unsigned long long types = 0;
+  EXPECT_EQ(lib_->Call<nvmlDeviceGetSupportedEventTypes_fn>(S::kDeviceGetSupportedEventTypes, dev_,
+                                                            &types),
+            NVML_ERROR_GPU_IS_LOST);
+}
+
 TEST_F(NvmlAbiEventsTest, AZeroWaitUnderForeverBlocksUntilAnEvent) {
   Start({{"MIGD_SIM_EVENT_WAIT_ZERO", "forever"}});
   ASSERT_EQ(Register(dev_, abi::kEventTypeXidCriticalError, set_), NVML_SUCCESS);

@@ -186,6 +186,15 @@ StatusOr<std::vector<GpuInfo>> NvmlDriver::ListGpus() {
       skipped.push_back(gpu);
       continue;
     }
+    if (r == NVML_ERROR_GPU_IS_LOST) {
+      // nvmlDeviceGetHandleByIndex_v2: "NVML_ERROR_GPU_IS_LOST if the target
+      // GPU has fallen off the bus or is otherwise inaccessible". The other
+      // GPUs are still managed; this one is known by index until it answers.
+      spdlog::warn("skipping GPU that has fallen off the bus{}",
+                   Fields().Add("gpu_index", i).Add("nvml", NvmlReturnName(r)));
+      skipped.push_back(gpu);
+      continue;
+    }
     if (r != NVML_SUCCESS) return Err(r, "getting the handle of " + GpuText(gpu));
     GpuInfo info;
     info.index = gpu;

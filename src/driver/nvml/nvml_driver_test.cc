@@ -106,6 +106,22 @@ TEST_F(NvmlDriverTest, ListsGpuIdentity) {
   EXPECT_EQ(v.nvml, "13.580.95.05");
 }
 
+TEST_F(NvmlDriverTest, SkipsALostGpuAndListsItAgainWhenItAnswers) {
+  Start("a100-40gb:3");
+  ASSERT_EQ(sim_testing::InjectEvents(MIGD_SIM_LIBRARY, "gpu-lost@1"), NVML_SUCCESS);
+  MIGD_ASSERT_OK_AND_ASSIGN(auto gpus, driver_->ListGpus());
+  ASSERT_EQ(gpus.size(), 2u);
+  EXPECT_EQ(gpus[0].index, GpuIndex(0));
+  EXPECT_EQ(gpus[1].index, GpuIndex(2));
+  EXPECT_THAT(driver_->SkippedGpus(), ElementsAre(GpuIndex(1)));
+  EXPECT_EQ(sim_->Count("nvmlDeviceGetHandleByIndex_v2", "ERROR_GPU_IS_LOST"), 1u);
+  ASSERT_EQ(sim_testing::InjectEvents(MIGD_SIM_LIBRARY, "gpu-back@1"), NVML_SUCCESS);
+  MIGD_ASSERT_OK_AND_ASSIGN(gpus, driver_->ListGpus());
+  ASSERT_EQ(gpus.size(), 3u);
+  EXPECT_EQ(gpus[1].uuid.value(), sim_->GpuUuid(1));
+  EXPECT_TRUE(driver_->SkippedGpus().empty());
+}
+
 TEST_F(NvmlDriverTest, SkipsGpusWithoutPermission) {
   Start("a100-40gb:1,a100-40gb:1:no-permission,a100-40gb:1");
   MIGD_ASSERT_OK_AND_ASSIGN(auto gpus, driver_->ListGpus());

@@ -146,6 +146,8 @@ struct RecoveryConfig {
 struct HealthConfig {
   bool enabled{};                     // health.enabled: run the NVML event monitor
   std::vector<uint32_t> ignored_xids;  // health.ignoredXids: never change health
+  bool clear_recovered_gpus{};         // health.clearRecoveredGpus: policy clear of a lost GPU
+  Duration recovery_probe_interval{};  // health.recoveryProbeInterval
   friend bool operator==(const HealthConfig&, const HealthConfig&) = default;
 };
 

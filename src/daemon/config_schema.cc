@@ -413,6 +413,22 @@ constexpr KeySpec kSchema[] = {
             "application-error list NVIDIA's device plugin skips "
             "(NVIDIA/k8s-device-plugin internal/rm/health.go). Every other Xid marks the "
             "instance NVML attributes it to, or the GPU when it is not attributable."},
+    {.path = "health.clearRecoveredGpus",
+     .type = KeyType::kBool,
+     .default_value = "false",
+     .field = [](Config& c) -> FieldRef { return &c.health.clear_recovered_gpus; },
+     .doc = "Clear the mark of a GPU that was lost (fell off the bus) once it answers again "
+            "under its UUID (after a reset, say): it takes new allocations again; the marks "
+            "of its instances stay, so none of them is reused. A fault's mark (an "
+            "unattributed Xid) is only cleared by `migctl health clear`. `false`: the "
+            "operator clears every mark."},
+    {.path = "health.recoveryProbeInterval",
+     .type = KeyType::kDuration,
+     .default_value = "10s",
+     .field = [](Config& c) -> FieldRef { return &c.health.recovery_probe_interval; },
+     .range = {.min = seconds(1), .max = hours(1)},
+     .doc = "How often, with `health.clearRecoveredGpus`, migd lists the GPUs to see whether "
+            "a lost one answers again (only while a GPU's only mark is a loss)."},
 };
 
 // Reads a field of a const Config through the one accessor each row has.

@@ -482,6 +482,9 @@ void Daemon::StartHealthMonitor() {
   options.ignored_xids.clear();
   options.ignored_xids.insert(config_.health.ignored_xids.begin(),
                               config_.health.ignored_xids.end());
+  options.clear_recovered_gpus = config_.health.clear_recovered_gpus;
+  options.recovery_probe =
+      std::chrono::duration_cast<std::chrono::milliseconds>(config_.health.recovery_probe_interval);
   StatusOr<std::unique_ptr<engine::HealthMonitor>> m =
       engine::HealthMonitor::Start(*driver_, gpus, std::move(options), manager_->health_sink());
   if (!m.ok()) {

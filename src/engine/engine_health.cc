@@ -67,20 +67,46 @@ void EngineHealth::MarkInstanceUnhealthy(GpuIndex gpu, NvmlGiId gi, std::optiona
 
 void EngineHealth::MarkGpuUnhealthy(GpuIndex gpu, const std::string& reason) {
   MutexLock serial(&mu_);
-  MarkGpu(gpu, reason, /*write_mark=*/true);
+  MarkGpu(gpu, reason, store::GpuMarkCause::kFault, /*write_mark=*/true);
 }
 
-void EngineHealth::MarkGpu(GpuIndex gpu, const std::string& reason, bool write_mark) {
+void EngineHealth::MarkGpuLost(GpuIndex gpu, const std::string& reason) {
+  MutexLock serial(&mu_);
+  MarkGpu(gpu, reason, store::GpuMarkCause::kLost, /*write_mark=*/true);
+}
+
+void EngineHealth::WriteMark(GpuIndex gpu, const GpuUuid& uuid, const std::string& reason,
+                             store::GpuMarkCause cause) {
+  // A GPU known by index only (never listed) has no UUID to key a file:
+  // its mark holds in memory; it takes no allocation anyway.
+  if (marks_ == nullptr || uuid.value().empty()) return;
+  store::GpuMark mark;
+  mark.gpu_uuid = uuid;
+  mark.gpu_index = gpu.value();
+  mark.reason = reason;
+  mark.cause = cause;
+  Status s = marks_->Put(std::move(mark));
+  if (!s.ok()) {
+    spdlog::error("health: cannot record the mark of GPU {} (it holds until migd restarts): {}",
+                  gpu.value(), s.ToString());
+  }
+}
+
+void EngineHealth::MarkGpu(GpuIndex gpu, const std::string& reason, store::GpuMarkCause cause,
+                           bool write_mark, const GpuUuid& uuid) {
   std::vector<TrackedInstance> marked;
   bool new_mark = false;
   bool reclaim = false;
+  std::string kept_reason;  // the GPU's first reason, which stays
   {
     MutexLock lock(registry_.mu());
     HealthChange change;
     change.gpu = gpu;
     change.reason = reason;
-    change.gpu_changed = registry_.unhealthy_gpus().emplace(gpu.value(), reason).second;
-    new_mark = change.gpu_changed;
+    const auto [it, inserted] = registry_.unhealthy_gpus().emplace(gpu.value(), reason);
+    change.gpu_changed = inserted;
+    new_mark = inserted;
+    kept_reason = it->second;
     for (auto& [key, inst] : registry_.instances()) {
       if (inst.gpu != gpu || inst.unhealthy) continue;  // the first reason stays
       Mark(inst, "GPU unhealthy: " + reason, marked);
@@ -90,21 +116,13 @@ void EngineHealth::MarkGpu(GpuIndex gpu, const std::string& reason, bool write_m
     reclaim = AnyIdle(change.instances);
     Announce(std::move(change));
   }
-  if (new_mark && write_mark && marks_ != nullptr) {
-    const driver::GpuInfo info = gpus_.InfoOf(gpu.value());
-    // A GPU known by index only (never listed) has no UUID to key a file:
-    // its mark holds in memory; it takes no allocation anyway.
-    if (!info.uuid.value().empty()) {
-      store::GpuMark mark;
-      mark.gpu_uuid = info.uuid;
-      mark.gpu_index = gpu.value();
-      mark.reason = reason;
-      Status s = marks_->Put(std::move(mark));
-      if (!s.ok()) {
-        spdlog::error("health: cannot record the mark of GPU {} (it holds until migd restarts): {}",
-                      gpu.value(), s.ToString());
-      }
-    }
+  const GpuUuid known = uuid.value().empty() ? gpus_.InfoOf(gpu.value()).uuid : uuid;
+  if (new_mark) {
+    if (cause == store::GpuMarkCause::kLost) lost_[gpu.value()] = known;
+    if (write_mark) WriteMark(gpu, known, reason, cause);
+  } else if (cause == store::GpuMarkCause::kFault && lost_.erase(gpu.value()) > 0) {
+    // A fault on a GPU marked lost: no policy may clear it any more.
+    if (write_mark) WriteMark(gpu, known, kept_reason, cause);
   }
   Persist(marked);
   if (reclaim) request_drift_(gpu);
@@ -138,7 +156,7 @@ void EngineHealth::Restore(const store::GpuMarkLoad& load) {
                    m.gpu_index, m.gpu_uuid.value(), m.reason);
       continue;
     }
-    MarkGpu(GpuIndex(*index), m.reason, /*write_mark=*/false);
+    MarkGpu(GpuIndex(*index), m.reason, m.cause, /*write_mark=*/false, m.gpu_uuid);
   }
   for (const store::GpuMarkProblem& p : load.problems) {
     const std::optional<uint32_t> index = p.gpu_uuid ? IndexOf(*p.gpu_uuid) : std::nullopt;
@@ -151,7 +169,7 @@ void EngineHealth::Restore(const store::GpuMarkLoad& load) {
                                "); check the GPU, then run migctl health clear --gpu " +
                                std::to_string(*index);
     spdlog::error("health: GPU {}: {}", *index, reason);
-    MarkGpu(GpuIndex(*index), reason, /*write_mark=*/false);
+    MarkGpu(GpuIndex(*index), reason, store::GpuMarkCause::kFault, /*write_mark=*/false);
   }
 }
 
@@ -167,6 +185,7 @@ StatusOr<HealthClearResult> EngineHealth::ClearGpu(GpuIndex gpu) {
       }
     }
   }
+  lost_.erase(gpu.value());
   std::vector<TrackedInstance> cleared;
   HealthClearResult result;
   {
@@ -191,6 +210,46 @@ StatusOr<HealthClearResult> EngineHealth::ClearGpu(GpuIndex gpu) {
   spdlog::info("health: GPU {} cleared by the operator (GPU mark: {}, {} instance marks)",
                gpu.value(), result.gpu_was_unhealthy ? "yes" : "no", result.instances_cleared);
   return result;
+}
+
+std::vector<LostGpu> EngineHealth::LostGpus() {
+  MutexLock serial(&mu_);
+  std::vector<LostGpu> out;
+  for (const auto& [index, uuid] : lost_) out.push_back(LostGpu{GpuIndex(index), uuid});
+  return out;
+}
+
+void EngineHealth::ClearRecoveredGpu(GpuIndex gpu) {
+  {
+    MutexLock serial(&mu_);
+    const auto it = lost_.find(gpu.value());
+    if (it == lost_.end()) return;  // cleared meanwhile, or a fault since
+    if (marks_ != nullptr && !it->second.value().empty()) {
+      Status removed = marks_->Remove(it->second);
+      if (!removed.ok()) {
+        spdlog::error("health: GPU {} answers again but its mark stays: cannot remove its file: {}",
+                      gpu.value(), removed.ToString());
+        return;
+      }
+    }
+    lost_.erase(it);
+    size_t instances_marked = 0;
+    {
+      MutexLock lock(registry_.mu());
+      HealthChange change;
+      change.gpu = gpu;
+      change.cleared = true;
+      change.gpu_changed = registry_.unhealthy_gpus().erase(gpu.value()) > 0;
+      for (const auto& [key, inst] : registry_.instances()) {
+        if (inst.gpu == gpu && inst.unhealthy) ++instances_marked;
+      }
+      Announce(std::move(change));
+    }
+    spdlog::info("health: GPU {} answers again: its loss mark cleared by policy "
+                 "(health.clearRecoveredGpus); {} instance mark(s) stay (never reused)",
+                 gpu.value(), instances_marked);
+  }
+  request_drift_(gpu);
 }
 
 void EngineHealth::Persist(const std::vector<TrackedInstance>& marked) {

@@ -19,6 +19,10 @@
 //                              pass at once (request_drift, coalesced)
 //   plan_input                 an unhealthy GPU is not offered to the planner
 //
+// A GPU's mark has a cause (store::GpuMarkCause): kLost for a GPU that fell
+// off the bus, which ClearRecoveredGpu may clear once it answers again;
+// kFault otherwise.
+//
 // Thread-safety: called on the monitor's thread (and ClearGpu on an API
 // thread); marks and clears are serialised by the class's own lock, taken
 // before the registry lock and held across their disk writes, so that the
@@ -27,6 +31,8 @@
 #define MIGD_ENGINE_ENGINE_HEALTH_H_
 
 #include <functional>
+#include <map>
+#include <vector>
 #include <string>
 
 #include "base/clock.h"
@@ -63,6 +69,17 @@ class EngineHealth final : public HealthSink {
   // GpuMarkStore (a failed write is logged: the mark holds until a restart).
   void MarkGpuUnhealthy(GpuIndex gpu, const std::string& reason) override
       ABSL_LOCKS_EXCLUDED(mu_);
+  // As MarkGpuUnhealthy, cause kLost. A fault mark later on the same GPU
+  // makes its cause kFault (on disk too): no policy clears it then.
+  void MarkGpuLost(GpuIndex gpu, const std::string& reason) override ABSL_LOCKS_EXCLUDED(mu_);
+  std::vector<LostGpu> LostGpus() override ABSL_LOCKS_EXCLUDED(mu_);
+  // health.clearRecoveredGpus: removes the GPU's mark file, then its mark
+  // in memory, if the GPU's only mark is still a loss; the marks of its
+  // instances stay (an instance that lived through the loss is never
+  // reused: Idle ones are reclaimed, Active ones destroyed on release).
+  // Announced as a clear (OnHealthChange, cleared, gpu_changed); asks for a
+  // drift check of the GPU. A failed removal is logged; the mark stays.
+  void ClearRecoveredGpu(GpuIndex gpu) override ABSL_LOCKS_EXCLUDED(mu_);
   void OnMigConfigChange(GpuIndex gpu) override { request_drift_(gpu); }
   void OnEvent(const driver::GpuEvent& event, HealthAction action) override;
 
@@ -83,9 +100,14 @@ class EngineHealth final : public HealthSink {
 
  private:
   // Marks the GPU and its instances in memory and their records;
-  // `write_mark`: also the GPU's mark file.
-  void MarkGpu(GpuIndex gpu, const std::string& reason, bool write_mark)
+  // `write_mark`: also the GPU's mark file. `uuid`: the GPU's, when known
+  // from elsewhere than the table (a restored mark).
+  void MarkGpu(GpuIndex gpu, const std::string& reason, store::GpuMarkCause cause,
+               bool write_mark, const GpuUuid& uuid = GpuUuid())
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Writes the GPU's mark file (logged on failure).
+  void WriteMark(GpuIndex gpu, const GpuUuid& uuid, const std::string& reason,
+                 store::GpuMarkCause cause) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The index of the listed GPU of `uuid`, if any.
   std::optional<uint32_t> IndexOf(const GpuUuid& uuid) const;
   // Tells the listener, if anything was newly marked.
@@ -103,6 +125,9 @@ class EngineHealth final : public HealthSink {
   // Serialises marks and clears with their disk writes (guards the disk's
   // agreement with the registry's marks; acquired before the registry lock).
   Mutex mu_;
+  // The GPUs whose only mark is a loss, with the UUID each had (may be
+  // empty for a GPU never listed).
+  std::map<uint32_t, GpuUuid> lost_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace migd::engine

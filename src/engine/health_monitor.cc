@@ -39,7 +39,8 @@ StatusOr<std::unique_ptr<HealthMonitor>> HealthMonitor::Start(driver::GpuDriver&
                                                              HealthSink& sink) {
   if (!options.enabled) {
     spdlog::info("health: monitoring disabled (health.enabled is false)");
-    return std::unique_ptr<HealthMonitor>(new HealthMonitor(std::move(options), sink, nullptr));
+    return std::unique_ptr<HealthMonitor>(
+        new HealthMonitor(std::move(options), driver, sink, nullptr));
   }
   StatusOr<std::unique_ptr<driver::GpuEventWatch>> watch = driver.OpenEventWatch();
   if (!watch.ok()) return watch.status();
@@ -48,7 +49,7 @@ StatusOr<std::unique_ptr<HealthMonitor>> HealthMonitor::Start(driver::GpuDriver&
     if (!got.ok()) {
       spdlog::warn("health: GPU {} gets no events: {}", gpu.value(), got.status().ToString());
       if (absl::StrContains(std::string(got.status().message()), "GPU_IS_LOST")) {
-        sink.MarkGpuUnhealthy(gpu, "lost at registration: " + got.status().ToString());
+        sink.MarkGpuLost(gpu, "lost at registration: " + got.status().ToString());
       }
       continue;
     }
@@ -58,7 +59,7 @@ StatusOr<std::unique_ptr<HealthMonitor>> HealthMonitor::Start(driver::GpuDriver&
     }
   }
   std::unique_ptr<HealthMonitor> monitor(
-      new HealthMonitor(std::move(options), sink, std::move(watch).value()));
+      new HealthMonitor(std::move(options), driver, sink, std::move(watch).value()));
   {
     MutexLock lock(&monitor->stop_mu_);
     monitor->thread_ = std::thread([m = monitor.get()] { m->Run(); });
@@ -66,9 +67,9 @@ StatusOr<std::unique_ptr<HealthMonitor>> HealthMonitor::Start(driver::GpuDriver&
   return monitor;
 }
 
-HealthMonitor::HealthMonitor(HealthOptions options, HealthSink& sink,
+HealthMonitor::HealthMonitor(HealthOptions options, driver::GpuDriver& driver, HealthSink& sink,
                              std::unique_ptr<driver::GpuEventWatch> watch)
-    : options_(std::move(options)), sink_(sink), watch_(std::move(watch)) {}
+    : options_(std::move(options)), driver_(driver), sink_(sink), watch_(std::move(watch)) {}
 
 HealthMonitor::~HealthMonitor() { Stop(); }
 
@@ -94,12 +95,19 @@ void HealthMonitor::Stop() {
 void HealthMonitor::Run() {
   const auto wait = std::clamp(options_.wait, std::chrono::milliseconds(1),
                                driver::GpuEventWatch::kMaxWait);
+  const auto probe_every = std::max(options_.recovery_probe, std::chrono::milliseconds(1));
+  auto next_probe = std::chrono::steady_clock::now() + probe_every;
   for (;;) {
     {
       MutexLock lock(&mu_);
       if (stopping_) return;
     }
-    StatusOr<std::optional<GpuEvent>> e = watch_->Wait(wait);
+    if (options_.clear_recovered_gpus && std::chrono::steady_clock::now() >= next_probe) {
+      ProbeLostGpus();
+      next_probe = std::chrono::steady_clock::now() + probe_every;
+    }
+    StatusOr<std::optional<GpuEvent>> e = watch_->Wait(std::min<std::chrono::milliseconds>(
+        wait, options_.clear_recovered_gpus ? probe_every : wait));
     if (e.ok()) {
       if (e->has_value()) Handle(**e);
       continue;
@@ -122,7 +130,11 @@ void HealthMonitor::Handle(const GpuEvent& event) {
       sink_.MarkInstanceUnhealthy(event.gpu, *event.gi, event.ci, event.xid);
       break;
     case HealthAction::kGpuUnhealthy:
-      sink_.MarkGpuUnhealthy(event.gpu, driver::DescribeGpuEvent(event));
+      if (event.kind == GpuEventKind::kGpuLost) {
+        sink_.MarkGpuLost(event.gpu, driver::DescribeGpuEvent(event));
+      } else {
+        sink_.MarkGpuUnhealthy(event.gpu, driver::DescribeGpuEvent(event));
+      }
       break;
     case HealthAction::kDriftCheck: sink_.OnMigConfigChange(event.gpu); break;
   }
@@ -131,6 +143,55 @@ void HealthMonitor::Handle(const GpuEvent& event) {
   ++counters_.events;
   if (action == HealthAction::kIgnore) ++counters_.ignored;
   cv_.SignalAll();
+}
+
+bool HealthMonitor::Answers(const LostGpu& lost, const std::vector<driver::GpuInfo>& listed) {
+  const auto it = std::find_if(listed.begin(), listed.end(),
+                               [&](const driver::GpuInfo& i) { return i.index == lost.gpu; });
+  if (it == listed.end()) return false;  // still skipped: GPU_IS_LOST (or no access)
+  if (!lost.uuid.value().empty() && it->uuid != lost.uuid) {
+    spdlog::warn("health: GPU {} answers as {}, not as the lost {}: its mark stays",
+                 lost.gpu.value(), it->uuid.value(), lost.uuid.value());
+    return false;
+  }
+  StatusOr<driver::MigModeInfo> mode = driver_.GetMigMode(lost.gpu);
+  if (!mode.ok()) {
+    spdlog::info("health: GPU {} is listed again but does not answer yet: {}", lost.gpu.value(),
+                 mode.status().ToString());
+    return false;
+  }
+  return true;
+}
+
+void HealthMonitor::ProbeLostGpus() {
+  const std::vector<LostGpu> lost = sink_.LostGpus();
+  StatusOr<std::vector<driver::GpuInfo>> listed = std::vector<driver::GpuInfo>();
+  if (!lost.empty()) listed = driver_.ListGpus();  // nothing to ask otherwise
+  uint64_t recovered = 0;
+  if (!listed.ok()) {
+    spdlog::info("health: recovery probe: listing GPUs: {}", listed.status().ToString());
+  } else {
+    for (const LostGpu& l : lost) {
+      if (!Answers(l, *listed)) continue;
+      sink_.ClearRecoveredGpu(l.gpu);
+      ++recovered;
+      // The watch left the GPU out when it was lost.
+      StatusOr<GpuEventKinds> got = watch_->Register(l.gpu, GpuEventKinds::All());
+      if (!got.ok()) {
+        spdlog::warn("health: GPU {} answers again but gets no events: {}", l.gpu.value(),
+                     got.status().ToString());
+      }
+    }
+  }
+  MutexLock lock(&mu_);
+  ++counters_.recovery_probes;
+  counters_.recovered += recovered;
+  cv_.SignalAll();
+}
+
+void HealthMonitor::WaitForRecoveryProbes(uint64_t n) const {
+  MutexLock lock(&mu_);
+  cv_.Wait(&mu_, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return counters_.recovery_probes >= n; });
 }
 
 HealthMonitor::Counters HealthMonitor::counters() const {

@@ -8,8 +8,14 @@
 //   Xid in HealthOptions::ignored_xids      none (counted, logged)
 //   Xid attributed to a GI (and CI)         the instance is Unhealthy
 //   Xid not attributed (0xFFFFFFFF ids)     the GPU is Unhealthy
-//   GPU lost (event or GPU_IS_LOST)         the GPU is Unhealthy
+//   GPU lost (event or GPU_IS_LOST)         the GPU is Unhealthy (cause: lost)
 //   MIG configuration change                an immediate drift check of the GPU
+//
+// With HealthOptions::clear_recovered_gpus, every recovery_probe the thread
+// also asks the sink for the GPUs whose only mark is a loss and lists the
+// GPUs (GpuDriver::ListGpus): one listed again under its UUID, whose MIG
+// mode reads, is cleared by policy (HealthSink::ClearRecoveredGpu) and
+// registered for events again.
 //
 // One log line per event: GPU, GI, CI, Xid and the action taken.
 // Lifecycle: Start opens the watch and registers each GPU for every kind it
@@ -42,6 +48,12 @@ namespace migd::engine {
 
 enum class HealthAction { kIgnore, kInstanceUnhealthy, kGpuUnhealthy, kDriftCheck };
 
+// A GPU whose only health mark is a loss (HealthSink::LostGpus).
+struct LostGpu {
+  GpuIndex gpu;
+  GpuUuid uuid;  // the UUID it had; empty if it was never listed
+};
+
 // Where the monitor's decisions go (the Manager's health state).
 class HealthSink {
  public:
@@ -51,6 +63,16 @@ class HealthSink {
                                      uint64_t xid) = 0;
   // An unattributed critical Xid or a lost GPU; `reason` is for operators.
   virtual void MarkGpuUnhealthy(GpuIndex gpu, const std::string& reason) = 0;
+  // A lost GPU (the event, or GPU_IS_LOST at registration): as
+  // MarkGpuUnhealthy, with the loss as the mark's cause, which a policy may
+  // clear once the GPU answers again.
+  virtual void MarkGpuLost(GpuIndex gpu, const std::string& reason) {
+    MarkGpuUnhealthy(gpu, reason);
+  }
+  // The GPUs whose only mark is a loss.
+  virtual std::vector<LostGpu> LostGpus() { return {}; }
+  // `gpu` answers again under its UUID: clears its loss mark (policy).
+  virtual void ClearRecoveredGpu(GpuIndex gpu) { (void)gpu; }
   // Another NVML client (or migd) changed the GPU's MIG layout.
   virtual void OnMigConfigChange(GpuIndex gpu) = 0;
   // Every event handled (ignored ones included), after its action's call.
@@ -72,6 +94,11 @@ struct HealthOptions {
   std::chrono::milliseconds wait{500};
   // After a Wait error, before the next Wait.
   std::chrono::milliseconds error_backoff{1000};
+  // health.clearRecoveredGpus: clear the mark of a lost GPU that answers
+  // again; probed every `recovery_probe` (health.recoveryProbeSeconds) while
+  // a GPU's only mark is a loss.
+  bool clear_recovered_gpus = false;
+  std::chrono::milliseconds recovery_probe{10000};
 };
 
 // "ignored", "instance-unhealthy", "gpu-unhealthy", "drift-check".
@@ -86,6 +113,8 @@ class HealthMonitor {
     uint64_t events = 0;  // handled, every kind and action
     uint64_t ignored = 0;
     uint64_t wait_errors = 0;
+    uint64_t recovery_probes = 0;  // ticks of the recovery probe
+    uint64_t recovered = 0;        // lost GPUs cleared by policy
   };
 
   // Opens the watch, registers `gpus` and starts the thread. Errors of
@@ -106,14 +135,22 @@ class HealthMonitor {
   Counters counters() const;
   // Blocks until at least `n` events were handled (tests: explicit sync).
   void WaitForEvents(uint64_t n) const;
+  // Blocks until at least `n` recovery probes ran (tests: explicit sync).
+  void WaitForRecoveryProbes(uint64_t n) const;
 
  private:
-  HealthMonitor(HealthOptions options, HealthSink& sink,
+  HealthMonitor(HealthOptions options, driver::GpuDriver& driver, HealthSink& sink,
                 std::unique_ptr<driver::GpuEventWatch> watch);
   void Run();
   void Handle(const driver::GpuEvent& event);
+  // The recovery probe (file comment); on the monitor's thread.
+  void ProbeLostGpus();
+  // Whether `lost` answers again: listed in `listed` under its UUID, its
+  // MIG mode readable.
+  bool Answers(const LostGpu& lost, const std::vector<driver::GpuInfo>& listed);
 
   const HealthOptions options_;
+  driver::GpuDriver& driver_;
   HealthSink& sink_;
   // Null when disabled and after Stop. Used by the thread while it runs;
   // reset by Stop after the join.

@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -155,6 +157,104 @@ TEST(HealthMonitorTest, DisabledOpensNoWatch) {
   off.enabled = false;
   MIGD_ASSERT_OK_AND_ASSIGN(auto monitor, HealthMonitor::Start(*driver, {GpuIndex(0)}, off, sink));
   EXPECT_EQ(driver->Snapshot().counters["OpenEventWatch"]["SUCCESS"], 0u);
+}
+
+// A sink that keeps loss marks as EngineHealth does: LostGpus lists them,
+// ClearRecoveredGpu removes one.
+class LossSink : public RecordingSink {
+ public:
+  explicit LossSink(std::map<uint32_t, GpuUuid> uuids) : uuids_(std::move(uuids)) {}
+  void MarkGpuLost(GpuIndex gpu, const std::string& reason) override {
+    MarkGpuUnhealthy(gpu, "lost: " + reason);
+    MutexLock lock(&lost_mu_);
+    lost_.insert(gpu.value());
+  }
+  std::vector<LostGpu> LostGpus() override {
+    MutexLock lock(&lost_mu_);
+    std::vector<LostGpu> out;
+    for (uint32_t g : lost_) out.push_back(LostGpu{GpuIndex(g), uuids_[g]});
+    return out;
+  }
+  void ClearRecoveredGpu(GpuIndex gpu) override {
+    {
+      MutexLock lock(&lost_mu_);
+      lost_.erase(gpu.value());
+    }
+    MarkGpuUnhealthy(gpu, "recovered");  // recorded as a call line
+  }
+
+ private:
+  Mutex lost_mu_;
+  std::set<uint32_t> lost_ ABSL_GUARDED_BY(lost_mu_);
+  std::map<uint32_t, GpuUuid> uuids_;
+};
+
+struct RecoveryHarness {
+  std::unique_ptr<sim::FakeGpuDriver> driver;
+  std::unique_ptr<LossSink> sink;
+  std::unique_ptr<HealthMonitor> monitor;
+};
+
+void StartRecovery(RecoveryHarness& h, bool clear_recovered) {
+  MIGD_ASSERT_OK_AND_ASSIGN(h.driver, sim::FakeGpuDriver::Create("a100-40gb:2"));
+  std::map<uint32_t, GpuUuid> uuids;
+  for (const sim::SimGpu& g : h.driver->Snapshot().gpus) uuids[g.index.value()] = g.uuid;
+  h.sink = std::make_unique<LossSink>(uuids);
+  HealthOptions options;
+  options.wait = std::chrono::milliseconds(5000);
+  options.clear_recovered_gpus = clear_recovered;
+  options.recovery_probe = std::chrono::milliseconds(10);
+  MIGD_ASSERT_OK_AND_ASSIGN(
+      h.monitor, HealthMonitor::Start(*h.driver, {GpuIndex(0), GpuIndex(1)}, options, *h.sink));
+}
+
+TEST(HealthRecoveryTest, ALostGpuThatAnswersAgainIsClearedAndRegisteredAgain) {
+  RecoveryHarness h;
+  StartRecovery(h, /*clear_recovered=*/true);
+  ASSERT_THAT(h.driver->InjectEvents("gpu-lost@1"), IsOk());
+  h.monitor->WaitForEvents(1);
+  // Still lost: probes list the GPUs, GPU 1 is not among them, nothing cleared.
+  const uint64_t probes = h.monitor->counters().recovery_probes;
+  h.monitor->WaitForRecoveryProbes(probes + 2);
+  EXPECT_EQ(h.monitor->counters().recovered, 0u);
+  EXPECT_THAT(h.sink->calls(), ElementsAre("gpu 1: lost: GPU 1: gpu-lost"));
+
+  ASSERT_THAT(h.driver->InjectEvents("gpu-back@1"), IsOk());
+  h.monitor->WaitForRecoveryProbes(h.monitor->counters().recovery_probes + 2);
+  EXPECT_EQ(h.monitor->counters().recovered, 1u);
+  EXPECT_THAT(h.sink->calls(), ElementsAre("gpu 1: lost: GPU 1: gpu-lost", "gpu 1: recovered"));
+  EXPECT_TRUE(h.sink->LostGpus().empty());
+  // Registered again: its next Xid reaches the sink.
+  ASSERT_THAT(h.driver->InjectEvents("xid=79@1"), IsOk());
+  h.monitor->WaitForEvents(2);
+  EXPECT_EQ(h.sink->calls().back(), "gpu 1: GPU 1: xid 79");
+}
+
+TEST(HealthRecoveryTest, WithoutThePolicyALostGpuIsNeverProbed) {
+  RecoveryHarness h;
+  StartRecovery(h, /*clear_recovered=*/false);
+  ASSERT_THAT(h.driver->InjectEvents("gpu-lost@1"), IsOk());
+  h.monitor->WaitForEvents(1);
+  ASSERT_THAT(h.driver->InjectEvents("gpu-back@1,xid=79@0"), IsOk());
+  h.monitor->WaitForEvents(2);  // the monitor ran past the GPU's return
+  EXPECT_EQ(h.monitor->counters().recovery_probes, 0u);
+  EXPECT_EQ(h.sink->LostGpus().size(), 1u);
+  EXPECT_THAT(h.sink->calls(),
+              ElementsAre("gpu 1: lost: GPU 1: gpu-lost", "gpu 0: GPU 0: xid 79"));
+}
+
+TEST(HealthRecoveryTest, AGpuThatAnswersUnderAnotherUuidKeepsItsMark) {
+  MIGD_ASSERT_OK_AND_ASSIGN(auto driver, sim::FakeGpuDriver::Create("a100-40gb:2"));
+  LossSink sink({{1u, GpuUuid("GPU-00000000-0000-0000-0000-00000000dead")}});
+  HealthOptions options;
+  options.clear_recovered_gpus = true;
+  options.recovery_probe = std::chrono::milliseconds(10);
+  MIGD_ASSERT_OK_AND_ASSIGN(auto monitor,
+                            HealthMonitor::Start(*driver, {GpuIndex(0), GpuIndex(1)}, options, sink));
+  sink.MarkGpuLost(GpuIndex(1), "restored");  // as a restored mark of another GPU's UUID
+  monitor->WaitForRecoveryProbes(2);
+  EXPECT_EQ(monitor->counters().recovered, 0u);
+  EXPECT_EQ(sink.LostGpus().size(), 1u);
 }
 
 // A driver without the event API: Start says so, with the driver's words.

@@ -29,6 +29,10 @@ std::optional<GpuUuid> GpuOfName(const std::string& name) {
 
 }  // namespace
 
+std::string_view GpuMarkCauseName(GpuMarkCause cause) {
+  return cause == GpuMarkCause::kLost ? "lost" : "fault";
+}
+
 std::string EncodeGpuMark(const GpuMark& mark) {
   nlohmann::ordered_json j;
   j["version"] = kVersion;
@@ -36,6 +40,7 @@ std::string EncodeGpuMark(const GpuMark& mark) {
   j["gpuIndex"] = mark.gpu_index;
   j["bootID"] = mark.boot_id;
   j["reason"] = mark.reason;
+  j["cause"] = GpuMarkCauseName(mark.cause);
   j["markedAtUnix"] = mark.marked_at_unix;
   return j.dump(2) + "\n";
 }
@@ -49,7 +54,7 @@ StatusOr<GpuMark> DecodeGpuMark(std::string_view text, std::string_view source) 
     return r.ExpectedAt("version", "version 1 (this migd reads no other)");
   }
   MIGD_RETURN_IF_ERROR(
-      r.NoUnknownKeys({"version", "gpuUUID", "gpuIndex", "bootID", "reason", "markedAtUnix"}));
+      r.NoUnknownKeys({"version", "gpuUUID", "gpuIndex", "bootID", "reason", "cause", "markedAtUnix"}));
   GpuMark m;
   MIGD_ASSIGN_OR_RETURN(std::string uuid, r.String("gpuUUID"));
   if (!IsValidGpuUuid(uuid)) return r.ExpectedAt("gpuUUID", "a GPU UUID (GPU-<hex and dashes>)");
@@ -58,6 +63,15 @@ StatusOr<GpuMark> DecodeGpuMark(std::string_view text, std::string_view source) 
   MIGD_ASSIGN_OR_RETURN(m.boot_id, r.String("bootID"));
   if (m.boot_id.empty()) return r.ExpectedAt("bootID", "a boot id");
   MIGD_ASSIGN_OR_RETURN(m.reason, r.String("reason"));
+  // Added after version 1 shipped: a mark without it is a fault's (the
+  // cause no policy clears).
+  MIGD_ASSIGN_OR_RETURN(std::string cause,
+                        r.OptionalString("cause", std::string(GpuMarkCauseName(GpuMarkCause::kFault))));
+  if (cause == GpuMarkCauseName(GpuMarkCause::kLost)) {
+    m.cause = GpuMarkCause::kLost;
+  } else if (cause != GpuMarkCauseName(GpuMarkCause::kFault)) {
+    return r.ExpectedAt("cause", "\"fault\" or \"lost\"");
+  }
   MIGD_ASSIGN_OR_RETURN(m.marked_at_unix, r.Int("markedAtUnix", 0));
   return m;
 }

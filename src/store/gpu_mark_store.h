@@ -5,7 +5,11 @@
 // <stateDir>/gpu-health/ (mode 0700), named <GPU UUID>.json:
 //
 //   {"version": 1, "gpuUUID": "GPU-...", "gpuIndex": 1, "bootID": "...",
-//    "reason": "GPU 1: xid 79", "markedAtUnix": 1767225600}
+//    "reason": "GPU 1: xid 79", "cause": "fault", "markedAtUnix": 1767225600}
+//
+// "cause" is "lost" for a GPU that fell off the bus (a policy may clear it
+// once the GPU answers again) and "fault" for anything else; a file without
+// it (written before the field existed) reads as "fault".
 //
 // Durability is the record store's (store/record_store.h): Put is
 // AtomicWriteFile (temp file, fsync, rename, fsync of the directory), Remove
@@ -47,10 +51,17 @@ namespace migd::store {
 // Subdirectory of stateDir that holds the GPU marks (RecordStore skips it).
 inline constexpr std::string_view kGpuMarkDirName = "gpu-health";
 
+// What set a GPU's mark: a loss (the condition can go away: the GPU answers
+// again) or a fault (an unattributed critical Xid; only an operator clears).
+enum class GpuMarkCause { kFault, kLost };
+// "fault", "lost".
+std::string_view GpuMarkCauseName(GpuMarkCause cause);
+
 struct GpuMark {
   GpuUuid gpu_uuid;
   uint32_t gpu_index = 0;  // at the time of the mark (for people; the UUID is the key)
   std::string reason;      // as GpuView::health_reason
+  GpuMarkCause cause = GpuMarkCause::kFault;
   std::string boot_id;     // stamped by Put when empty
   int64_t marked_at_unix = 0;  // stamped by Put when 0 (seconds)
 };

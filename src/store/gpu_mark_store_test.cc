@@ -64,6 +64,30 @@ TEST_F(GpuMarkStoreTest, APutMarkIsLoadedWithItsBootAndTime) {
   EXPECT_TRUE(load.other_boot.empty());
 }
 
+TEST_F(GpuMarkStoreTest, TheCauseIsWrittenAndAMarkWithoutOneIsAFault) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  GpuMark lost = Mark(kGpu0, 0, "GPU 0: gpu-lost");
+  lost.cause = GpuMarkCause::kLost;
+  MIGD_ASSERT_OK(store->Put(lost));
+  MIGD_ASSERT_OK(store->Put(Mark(kGpu1, 1, "GPU 1: xid 79")));
+  MIGD_ASSERT_OK_AND_ASSIGN(GpuMarkLoad load, Open()->LoadAll());
+  ASSERT_EQ(load.marks.size(), 2u);
+  EXPECT_EQ(load.marks[0].cause, GpuMarkCause::kLost);
+  EXPECT_EQ(load.marks[1].cause, GpuMarkCause::kFault);
+  // A mark written before the field existed reads as a fault's.
+  MIGD_ASSERT_OK_AND_ASSIGN(
+      GpuMark old, DecodeGpuMark(R"({"version": 1, "gpuUUID": ")" + std::string(kGpu0) +
+                                     R"(", "gpuIndex": 0, "bootID": "b", "reason": "r", "markedAtUnix": 1})",
+                                 "old.json"));
+  EXPECT_EQ(old.cause, GpuMarkCause::kFault);
+  EXPECT_THAT(DecodeGpuMark(R"({"version": 1, "gpuUUID": ")" + std::string(kGpu0) +
+                                R"(", "gpuIndex": 0, "bootID": "b", "reason": "r", "cause": "gone", "markedAtUnix": 1})",
+                            "bad.json")
+                  .status(),
+              ::migd::testing::StatusIs(StatusCode::kDataLoss, ::testing::HasSubstr("cause")));
+}
+
 TEST_F(GpuMarkStoreTest, RemoveIsDurableAndOkWhenThereIsNoMark) {
   auto store = Open();
   MIGD_ASSERT_OK(store->Put(Mark(kGpu0, 0, "lost")));

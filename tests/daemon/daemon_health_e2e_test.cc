@@ -7,6 +7,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <stdlib.h>
 
 #include <map>
 #include <memory>
@@ -15,6 +16,8 @@
 #include <vector>
 
 #include "base/file_util.h"
+#include "driver/nvml/nvml_library.h"
+#include "driver/nvml/nvml_sim_testing.h"
 #include "testing/daemon_process.h"
 #include "testing/eventually.h"
 #include "testing/temp_dir.h"
@@ -139,6 +142,54 @@ TEST_F(DaemonHealthE2eTest, MalformedMigdSimEventsIsReportedAndInjectsNothing) {
   EXPECT_THAT(exit.err, HasSubstr("MIGD_SIM_EVENTS:"));
   EXPECT_THAT(exit.err, HasSubstr("no event injected"));
   EXPECT_EQ(SimCount("nvmlEventSetWait_v2", "SUCCESS"), 0u);
+}
+
+// health.clearRecoveredGpus in the real binary: a GPU lost while migd runs
+// is marked; once it answers again (the simulator's gpu-back, injected from
+// this process into the daemon's state file) the recovery probe clears it.
+TEST_F(DaemonHealthE2eTest, ALostGpuThatAnswersAgainIsClearedByPolicy) {
+  const std::string config = dir_.Join("migd.yaml");
+  migd::testing::WriteFileOrDie(
+      config, "health:\n  clearRecoveredGpus: true\n  recoveryProbeInterval: 1s\n");
+  DaemonOptions o;
+  o.args = {"--simulate",  "a100-40gb:2",      "--socket",       dir_.Join("api.socket"),
+            "--state-dir", dir_.Join("state"), "--cdi-spec-dir", dir_.Join("cdi"),
+            "--metrics-listen", "127.0.0.1:0", "--config", config};
+  o.env = migd::testing::SimulatedMachineEnv(dir_.Join("sim"));
+  o.socket_path = dir_.Join("api.socket");
+  StatusOr<std::unique_ptr<DaemonProcess>> d = DaemonProcess::Start(o, dir_.path());
+  ASSERT_TRUE(d.ok()) << d.status();
+  // This process reaches the same simulated machine through its state file.
+  for (const auto& [k, v] : o.env) {
+    if (v.empty()) {
+      ::unsetenv(k.c_str());
+    } else {
+      ::setenv(k.c_str(), v.c_str(), 1);
+    }
+  }
+  StatusOr<std::shared_ptr<driver::NvmlLibrary>> lib = driver::NvmlLibrary::Load(MIGD_SIM_LIBRARY);
+  ASSERT_TRUE(lib.ok()) << lib.status();
+  ASSERT_EQ(driver::sim_testing::InjectEvents(MIGD_SIM_LIBRARY, "gpu-lost@1"), NVML_SUCCESS);
+  EXPECT_TRUE(migd::testing::Eventually([&] {
+    return (*d)->Stderr().find("health: GPU 1: gpu-lost: action gpu-unhealthy") != std::string::npos;
+  })) << (*d)->Stderr();
+  ASSERT_EQ(driver::sim_testing::InjectEvents(MIGD_SIM_LIBRARY, "gpu-back@1"), NVML_SUCCESS);
+  EXPECT_TRUE(migd::testing::Eventually([&] {
+    return (*d)->Stderr().find("health: GPU 1 answers again") != std::string::npos;
+  })) << (*d)->Stderr();
+  const DaemonExit exit = (*d)->Stop();
+  EXPECT_EQ(exit.exit_code, 0) << exit.err;
+  EXPECT_THAT(exit.err, HasSubstr("cleared by policy (health.clearRecoveredGpus)"));
+  // Every set (the watch may re-make its set around a lost GPU) is freed
+  // inside the session.
+  EXPECT_GE(SimCount("nvmlEventSetFree", "SUCCESS"), 1u);
+  EXPECT_EQ(SimCount("nvmlEventSetFree", "ERROR_UNINITIALIZED"), 0u);
+  EXPECT_EQ(SimCount("nvmlEventSetCreate", "SUCCESS"), SimCount("nvmlEventSetFree", "SUCCESS"))
+      << exit.err;
+  // The mark file is gone: a restart finds the GPU healthy.
+  StatusOr<std::vector<std::string>> marks = ListDirectory(dir_.Join("state/gpu-health"));
+  ASSERT_TRUE(marks.ok()) << marks.status();
+  EXPECT_TRUE(marks->empty());
 }
 
 }  // namespace

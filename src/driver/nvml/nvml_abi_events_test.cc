@@ -48,6 +48,18 @@ class NvmlAbiEventsTest : public ::testing::Test {
   nvmlReturn_t Free(nvmlEventSet_t set) {
     return lib_->Call<nvmlEventSetFree_fn>(S::kEventSetFree, set);
   }
+  nvmlReturn_t Uuid(nvmlDevice_t dev) {
+    char uuid[96] = {};
+    return lib_->Call<nvmlDeviceGetString_fn>(S::kDeviceGetUuid, dev, uuid, 96u);
+  }
+  nvmlReturn_t MigMode(nvmlDevice_t dev) {
+    unsigned int current = 0;
+    unsigned int pending = 0;
+    return lib_->Call<nvmlDeviceGetMigMode_fn>(S::kDeviceGetMigMode, dev, &current, &pending);
+  }
+  nvmlReturn_t HandleOf(unsigned int index, nvmlDevice_t* dev) {
+    return lib_->Call<nvmlDeviceGetHandleByIndex_fn>(S::kDeviceGetHandleByIndexV2, index, dev);
+  }
   void Inject(const std::string& specs) {
     ASSERT_EQ(sim_testing::InjectEvents(MIGD_SIM_LIBRARY, specs), NVML_SUCCESS);
   }
@@ -144,30 +156,21 @@ TEST_F(NvmlAbiEventsTest, ALostGpuAnswersGpuIsLost) {
 TEST_F(NvmlAbiEventsTest, EveryCallOnALostGpuAnswersGpuIsLostUntilItComesBack) {
   Start();
   Inject("gpu-lost@0");
-  char uuid[96] = {};
-  unsigned int current = 0;
-  unsigned int pending = 0;
-  EXPECT_EQ(lib_->Call<nvmlDeviceGetString_fn>(S::kDeviceGetUuid, dev_, uuid, 96u),
-            NVML_ERROR_GPU_IS_LOST);
-  EXPECT_EQ(lib_->Call<nvmlDeviceGetMigMode_fn>(S::kDeviceGetMigMode, dev_, &current, &pending),
-            NVML_ERROR_GPU_IS_LOST);
+  EXPECT_EQ(Uuid(dev_), NVML_ERROR_GPU_IS_LOST);
+  EXPECT_EQ(MigMode(dev_), NVML_ERROR_GPU_IS_LOST);
   nvmlDevice_t again = nullptr;
-  EXPECT_EQ(lib_->Call<nvmlDeviceGetHandleByIndex_fn>(S::kDeviceGetHandleByIndexV2, 0u, &again),
-            NVML_ERROR_GPU_IS_LOST);
+  EXPECT_EQ(HandleOf(0, &again), NVML_ERROR_GPU_IS_LOST);
   nvmlDevice_t other = nullptr;
-  ASSERT_EQ(lib_->Call<nvmlDeviceGetHandleByIndex_fn>(S::kDeviceGetHandleByIndexV2, 1u, &other),
-            NVML_SUCCESS);
-  EXPECT_EQ(lib_->Call<nvmlDeviceGetString_fn>(S::kDeviceGetUuid, other, uuid, 96u), NVML_SUCCESS);
+  ASSERT_EQ(HandleOf(1, &other), NVML_SUCCESS);
+  EXPECT_EQ(Uuid(other), NVML_SUCCESS);
   unsigned int count = 0;
   EXPECT_EQ(lib_->Call<nvmlDeviceGetCount_fn>(S::kDeviceGetCountV2, &count), NVML_SUCCESS);
   EXPECT_EQ(count, 2u);
 
   Inject("gpu-back@0");
-  EXPECT_EQ(lib_->Call<nvmlDeviceGetString_fn>(S::kDeviceGetUuid, dev_, uuid, 96u), NVML_SUCCESS);
-  EXPECT_EQ(lib_->Call<nvmlDeviceGetMigMode_fn>(S::kDeviceGetMigMode, dev_, &current, &pending),
-            NVML_SUCCESS);
-  EXPECT_EQ(lib_->Call<nvmlDeviceGetHandleByIndex_fn>(S::kDeviceGetHandleByIndexV2, 0u, &again),
-            NVML_SUCCESS);
+  EXPECT_EQ(Uuid(dev_), NVML_SUCCESS);
+  EXPECT_EQ(MigMode(dev_), NVML_SUCCESS);
+  EXPECT_EQ(HandleOf(0, &again), NVML_SUCCESS);
   EXPECT_EQ(again, dev_);
   // Only a lost GPU can come back.
   EXPECT_EQ(sim_testing::InjectEvents(MIGD_SIM_LIBRARY, "gpu-back@0"), NVML_ERROR_INVALID_ARGUMENT);
@@ -179,13 +182,8 @@ TEST_F(NvmlAbiEventsTest, EveryCallOnALostGpuAnswersGpuIsLostUntilItComesBack) {
 TEST_F(NvmlAbiEventsTest, UnderDocumentedOnlyTheCallsThatListGpuIsLostAnswerIt) {
   Start({{"MIGD_SIM_LOST_CALLS", "documented"}});
   Inject("gpu-lost@0");
-  char uuid[96] = {};
-  unsigned int current = 0;
-  unsigned int pending = 0;
-  EXPECT_EQ(lib_->Call<nvmlDeviceGetString_fn>(S::kDeviceGetUuid, dev_, uuid, 96u),
-            NVML_ERROR_GPU_IS_LOST);
-  EXPECT_EQ(lib_->Call<nvmlDeviceGetMigMode_fn>(S::kDeviceGetMigMode, dev_, &current, &pending),
-            NVML_ERROR_UNKNOWN);
+  EXPECT_EQ(Uuid(dev_), NVML_ERROR_GPU_IS_LOST);
+  EXPECT_EQ(MigMode(dev_), NVML_ERROR_UNKNOWN);
   unsigned long long types = 0;
   EXPECT_EQ(lib_->Call<nvmlDeviceGetSupportedEventTypes_fn>(S::kDeviceGetSupportedEventTypes, dev_,
                                                             &types),

@@ -59,13 +59,22 @@ class SlicePublisherTest : public ::testing::Test {
     MutexLock l(&mu_);
     fn(node_);
   }
-  int64_t Generation() {
+  // The pool's generation; kMixed while its slices disagree (in the middle
+  // of the publisher's slice-by-slice rewrite, as a consumer may see it).
+  static constexpr int64_t kMixed = -2;
+  int64_t PoolGeneration() {
     int64_t g = -1;
     for (const Json& s : resources_.Slices()) {
       const int64_t sg = s["spec"]["pool"]["generation"];
-      EXPECT_TRUE(g == -1 || g == sg) << "mixed generations";
+      if (g != -1 && g != sg) return kMixed;
       g = sg;
     }
+    return g;
+  }
+  // As PoolGeneration, once the publisher is done: mixed is a failure.
+  int64_t Generation() {
+    const int64_t g = PoolGeneration();
+    EXPECT_NE(g, kMixed) << "mixed generations";
     return g;
   }
   size_t Devices() {
@@ -201,16 +210,18 @@ TEST_F(SlicePublisherTest, NoNodeObjectMeansNoOwner) {
 TEST_F(SlicePublisherTest, LoopRepublishesOnKickAndRecreatesOnResync) {
   auto pub = Publisher();
   pub->Start();
-  ASSERT_TRUE(migd::testing::Eventually([&] { return Generation() == 1; }));
+  // The loop runs on its own thread: polls may see a pool mid-rewrite.
+  ASSERT_TRUE(migd::testing::Eventually([&] { return PoolGeneration() == 1; }));
   SetNode([](NodeSnapshot& n) {
     n.gpus[1].instances.push_back({"2g.10gb", {0, 2}, Occupancy::kOther, "MIG-x", 0});
   });
   pub->OnInstanceEvent(engine::InstanceEvent{});
-  ASSERT_TRUE(migd::testing::Eventually([&] { return Generation() == 2; }));
+  ASSERT_TRUE(migd::testing::Eventually([&] { return PoolGeneration() == 2; }));
   resources_.DeleteNodeSlices(kNode);
-  ASSERT_TRUE(migd::testing::Eventually([&] { return resources_.Slices().size() == 2u; }));
-  EXPECT_GE(Generation(), 3);
+  ASSERT_TRUE(migd::testing::Eventually(
+      [&] { return resources_.Slices().size() == 2u && PoolGeneration() >= 3; }));
   pub->Stop();
+  EXPECT_GE(Generation(), 3);  // stopped: no rewrite in progress
 }
 
 }  // namespace

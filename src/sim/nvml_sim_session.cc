@@ -43,6 +43,7 @@ nvmlReturn_t Transact(Session& session, SimHost& host, const char* fn,
     ABSL_EXCLUSIVE_LOCKS_REQUIRED(session.mu) {
   nvmlReturn_t result = NVML_ERROR_UNKNOWN;
   bool mutated = false;
+  const LostCalls lost_calls = session.config.lost_calls;  // read under session.mu
   Status st = host.store().Update(
       [&](SimState& state) {
         Machine machine(state, host.catalog());
@@ -56,7 +57,7 @@ nvmlReturn_t Transact(Session& session, SimHost& host, const char* fn,
           // A call that met a lost GPU changed nothing (its handles did not
           // resolve) and answers as the knob says.
           if (ctx.met_lost_gpu() && result != NVML_SUCCESS) {
-            result = LostAnswer(session.config, fn);
+            result = LostAnswer(lost_calls, fn);
           }
         }
         machine.CountCall(fn, NvmlResultName(result));
@@ -374,8 +375,8 @@ constexpr std::string_view kCallsDocumentingGpuIsLost[] = {
     "nvmlEventSetWait_v2",
 };
 
-nvmlReturn_t LostAnswer(const SimConfig& config, std::string_view fn) {
-  if (config.lost_calls == LostCalls::kGpuIsLost) return NVML_ERROR_GPU_IS_LOST;
+nvmlReturn_t LostAnswer(LostCalls lost_calls, std::string_view fn) {
+  if (lost_calls == LostCalls::kGpuIsLost) return NVML_ERROR_GPU_IS_LOST;
   for (std::string_view documented : kCallsDocumentingGpuIsLost) {
     if (fn == documented) return NVML_ERROR_GPU_IS_LOST;
   }

@@ -195,7 +195,7 @@ class Ctx {
 // What a call that met a lost GPU answers (MIGD_SIM_LOST_CALLS): GPU_IS_LOST,
 // or under LostCalls::kDocumented NVML_ERROR_UNKNOWN for the calls whose
 // nvml.h entry does not list GPU_IS_LOST.
-nvmlReturn_t LostAnswer(const SimConfig& config, std::string_view fn);
+nvmlReturn_t LostAnswer(LostCalls lost_calls, std::string_view fn);
 
 // Writes "libnvidia-ml-sim: <message>" to stderr.
 void Report(const std::string& message);

@@ -13,8 +13,8 @@
 //
 // With HealthOptions::clear_recovered_gpus, every recovery_probe the thread
 // also asks the sink for the GPUs whose only mark is a loss and lists the
-// GPUs (GpuDriver::ListGpus): one listed again under its UUID, whose MIG
-// mode reads, is cleared by policy (HealthSink::ClearRecoveredGpu) and
+// GPUs (GpuDriver::ListGpus, which reads each GPU's UUID and MIG mode): one
+// listed again under its UUID is cleared by policy (HealthSink::ClearRecoveredGpu) and
 // registered for events again.
 //
 // One log line per event: GPU, GI, CI, Xid and the action taken.
@@ -145,9 +145,8 @@ class HealthMonitor {
   void Handle(const driver::GpuEvent& event);
   // The recovery probe (file comment); on the monitor's thread.
   void ProbeLostGpus();
-  // Whether `lost` answers again: listed in `listed` under its UUID, its
-  // MIG mode readable.
-  bool Answers(const LostGpu& lost, const std::vector<driver::GpuInfo>& listed);
+  // Whether `lost` answers again: listed in `listed` under its UUID.
+  static bool Answers(const LostGpu& lost, const std::vector<driver::GpuInfo>& listed);
 
   const HealthOptions options_;
   driver::GpuDriver& driver_;

@@ -9,6 +9,12 @@
 namespace migd::planner {
 namespace {
 
+// The least offered load per GPU a table is solved for: an estimate of 0
+// (nothing Active yet) would make every choice equal. The drift is measured
+// from the clamped estimate too, or a node whose load stays below the floor
+// would read a drift of 0.25 at every arrival and never stop solving.
+constexpr double kMinSolveLoad = 0.05;
+
 // The facts a value table depends on.
 bool SameTable(const mig::GpuModel& a, const mig::GpuModel& b) {
   if (a.key != b.key || a.memory_slices != b.memory_slices ||
@@ -175,7 +181,7 @@ double ValueService::LoadLocked() const {
 }
 
 double ValueService::DriftLocked(const Entry& e) const {
-  const double load = LoadLocked();
+  const double load = std::max(LoadLocked(), kMinSolveLoad);
   const double load_drift = e.load > 0 ? std::abs(load - e.load) / (4 * e.load) : 1.0;
   return std::max(TotalVariation(NormalisedMixLocked(), e.mix), load_drift);
 }
@@ -202,8 +208,7 @@ void ValueService::StartSolveLocked(Entry& e, uint32_t extra) {
   e.in_flight = true;
   e.pending_extra = extra;
   e.mix = NormalisedMixLocked();
-  // A load estimate of 0 (nothing Active yet) would make every choice equal.
-  e.load = std::max(LoadLocked(), 0.05);
+  e.load = std::max(LoadLocked(), kMinSolveLoad);
   ValueSpec spec;
   spec.objective = options_.objective;
   spec.rates = PerGpuRates(*e.model, e.mix, e.load);

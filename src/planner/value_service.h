@@ -14,6 +14,7 @@
 //     by the compute-weighted acceptance gives the offered load.
 // Drift of the estimate from the one a table was solved for:
 //   max(total variation distance of the mixes, |ρ − ρ₀| / (4 ρ₀)),
+// with ρ and ρ₀ at least 0.05 (the least load a table is solved for),
 // and a table is re-solved when it exceeds `drift_threshold` (or when a
 // profile present on a GPU is not in it).
 //

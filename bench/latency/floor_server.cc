@@ -52,19 +52,46 @@ void AcceptLoop(int listen_fd, int stop_fd, grpc::Server* server) {
   }
 }
 
+// The same empty handlers on gRPC's callback API: each finishes its reactor
+// inline, on the thread gRPC delivered the call on (no hand-off to a
+// synchronous worker thread).
+class EmptyCallbackService final : public v1::MigManager::CallbackService {
+ public:
+  grpc::ServerUnaryReactor* Allocate(grpc::CallbackServerContext* ctx, const v1::AllocateRequest*,
+                                     v1::AllocateResponse*) override {
+    return Done(ctx);
+  }
+  grpc::ServerUnaryReactor* Release(grpc::CallbackServerContext* ctx, const v1::ReleaseRequest*,
+                                    v1::ReleaseResponse*) override {
+    return Done(ctx);
+  }
+
+ private:
+  static grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* ctx) {
+    grpc::ServerUnaryReactor* r = ctx->DefaultReactor();
+    r->Finish(grpc::Status::OK);
+    return r;
+  }
+};
+
 }  // namespace
 
-int RunFloorServer(const std::string& socket_path) {
+int RunFloorServer(const std::string& socket_path, FloorApi api) {
   sigset_t stop;
   sigemptyset(&stop);
   sigaddset(&stop, SIGTERM);
   sigaddset(&stop, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);  // before any thread exists
 
-  EmptyService service;
+  EmptyService sync_service;
+  EmptyCallbackService callback_service;
   grpc::ServerBuilder builder;
   builder.SetMaxReceiveMessageSize(64 * 1024);  // api::ApiServerOptions::max_receive_bytes
-  builder.RegisterService(&service);
+  if (api == FloorApi::kCallback) {
+    builder.RegisterService(&callback_service);
+  } else {
+    builder.RegisterService(&sync_service);
+  }
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   sockaddr_un addr{};

@@ -6,7 +6,9 @@
 // the same receive limit, no listening port, connections accepted on a unix
 // socket by our own thread and handed over with AddInsecureChannelFromFd.
 // A round trip to it is what gRPC and the socket cost before migd does any
-// work. Every other RPC answers UNIMPLEMENTED.
+// work. Every other RPC answers UNIMPLEMENTED. FloorApi::kCallback serves the
+// same handlers on gRPC's callback API instead (finished inline), to show
+// what the synchronous server's thread hand-offs cost.
 //
 // latency_socket runs it in a child process (RunFloorServer), as migd runs
 // in one, so that client and server do not share a process.
@@ -23,7 +25,8 @@ namespace migd::bench::latency {
 // Serves on `socket_path` (created; removed at the end), prints "floor
 // ready" to stderr once it accepts connections, returns 0 after SIGTERM or
 // SIGINT, 1 if the socket cannot be bound.
-int RunFloorServer(const std::string& socket_path);
+enum class FloorApi { kSync, kCallback };
+int RunFloorServer(const std::string& socket_path, FloorApi api);
 
 }  // namespace migd::bench::latency
 

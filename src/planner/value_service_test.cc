@@ -45,6 +45,19 @@ PlanInput Arrival(const char* profile, int active = 0) {
   return Input({g}, {Any(profile)});
 }
 
+// A service (min_arrivals 2) after two 1g arrivals on an idle GPU and the
+// one solve they started.
+Service SolvedAfterTwoIdleArrivals() {
+  ValueOptions o;
+  o.min_arrivals = 2;
+  Service s(o);
+  s.service->ObserveArrival(Arrival("1g.10gb"), true);
+  s.service->ObserveArrival(Arrival("1g.10gb"), true);
+  EXPECT_EQ(s.executor->RunPending(), 1u);
+  EXPECT_EQ(s.service->counters().solves, 1u);
+  return s;
+}
+
 TEST(ValueServiceTest, NoValuesBeforeEnoughArrivalsThenOneSolve) {
   ValueOptions o;
   o.min_arrivals = 10;
@@ -120,12 +133,7 @@ TEST(ValueServiceTest, DriftBeyondTheThresholdResolvesInTheBackground) {
 // The first solve a model's arrivals start is not counted as a drift solve
 // (there was no table to drift from); a later one that drift starts is.
 TEST(ValueServiceTest, TheFirstSolveIsNotADriftSolve) {
-  ValueOptions o;
-  o.min_arrivals = 2;
-  Service s(o);
-  s.service->ObserveArrival(Arrival("1g.10gb"), true);
-  s.service->ObserveArrival(Arrival("1g.10gb"), true);
-  ASSERT_EQ(s.executor->RunPending(), 1u);
+  Service s = SolvedAfterTwoIdleArrivals();
   EXPECT_EQ(s.service->counters().solves, 1u);
   EXPECT_EQ(s.service->counters().drift_solves, 0u);
   s.service->ObserveArrival(Arrival("3g.40gb"), true);  // a third of the mix: drift 1/3
@@ -140,12 +148,7 @@ TEST(ValueServiceTest, TheFirstSolveIsNotADriftSolve) {
 // read |0 − 0.05| / 0.2 = 0.25 forever and the solver never stopped (68% of
 // migd's CPU in a reuse loop, docs/benchmarks/latency.md).
 TEST(ValueServiceTest, ALoadBelowTheSolveFloorSolvesOnceNotOnEveryArrival) {
-  ValueOptions o;
-  o.min_arrivals = 2;
-  Service s(o);
-  s.service->ObserveArrival(Arrival("1g.10gb"), true);
-  s.service->ObserveArrival(Arrival("1g.10gb"), true);
-  ASSERT_EQ(s.executor->RunPending(), 1u);
+  Service s = SolvedAfterTwoIdleArrivals();
   EXPECT_EQ(s.service->estimate().load, 0.0);
   for (int i = 0; i < 100; ++i) {
     s.service->ObserveArrival(Arrival("1g.10gb"), true);

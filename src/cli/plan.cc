@@ -130,6 +130,8 @@ StatusOr<std::unique_ptr<planner::Planner>> MakePlanner(const PlanOptions& optio
   }
   StatusOr<planner::Objective> objective = planner::ParseObjective(options.objective);
   if (!objective.ok()) return objective.status().WithContext("--objective");
+  StatusOr<std::optional<double>> margin = planner::ParseReuseMargin(options.reuse_margin);
+  if (!margin.ok()) return margin.status().WithContext("--reuse-margin");
   if (options.policy != "value" || input.demand.empty()) {
     return std::make_unique<planner::Planner>();
   }
@@ -142,7 +144,8 @@ StatusOr<std::unique_ptr<planner::Planner>> MakePlanner(const PlanOptions& optio
   for (const planner::GpuLayout& g : input.gpus) models.push_back(g.model);
   values->Prime(input.demand, options.load, models);
   solve->RunPending();
-  return std::make_unique<planner::Planner>(planner::PlannerOptions{values});
+  return std::make_unique<planner::Planner>(
+      planner::PlannerOptions{.values = values, .reuse_margin = *margin});
 }
 
 std::string ValueText(int64_t value_loss) {

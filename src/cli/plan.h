@@ -36,6 +36,7 @@ struct PlanOptions {
   std::string policy = "value";     // value | cost (as planner.policy)
   std::string objective = "count";  // count | slices (value policy)
   double load = 0.9;                // offered load per GPU the values assume
+  std::string reuse_margin = "0";   // off | a number (as planner.reuseMargin; its default)
 };
 
 int RunPlan(const PlanOptions& options, std::ostream& out, std::ostream& err);

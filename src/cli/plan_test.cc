@@ -138,7 +138,7 @@ TEST_F(PlanCommandTest, CostOrderWithoutDemandOrWhenAskedFor) {
   EXPECT_THAT(out_.str(), ::testing::Not(HasSubstr("value lost")));
 }
 
-TEST_F(PlanCommandTest, BadPolicyObjectiveOrLoadIsAUsageError) {
+TEST_F(PlanCommandTest, BadPolicyObjectiveLoadOrReuseMarginIsAUsageError) {
   WriteFileOrDie(path_, kWithDemand);
   PlanOptions bad_policy{.layout_file = path_, .request = "1g.10gb", .policy = "best"};
   EXPECT_EQ(RunPlan(bad_policy, out_, err_), kExitUsage);
@@ -149,6 +149,9 @@ TEST_F(PlanCommandTest, BadPolicyObjectiveOrLoadIsAUsageError) {
   PlanOptions bad_load{.layout_file = path_, .request = "1g.10gb", .load = 0};
   EXPECT_EQ(RunPlan(bad_load, out_, err_), kExitUsage);
   EXPECT_THAT(err_.str(), HasSubstr("--load"));
+  PlanOptions bad_margin{.layout_file = path_, .request = "1g.10gb", .reuse_margin = "-1"};
+  EXPECT_EQ(RunPlan(bad_margin, out_, err_), kExitUsage);
+  EXPECT_THAT(err_.str(), HasSubstr("--reuse-margin"));
 }
 
 TEST(SliceMapTest, FourUnitGpu) {

@@ -234,6 +234,21 @@ constexpr KeySpec kSchema[] = {
      .doc = "`planner.policy: value` solves its first values after this many requests arrived "
             "(the cost order decides until then): fewer requests, an earlier but rougher first "
             "estimate."},
+    {.path = "planner.reuseMargin",
+     .type = KeyType::kString,
+     .default_value = "0",
+     .field = [](Config& c) -> FieldRef { return &c.planner.reuse_margin; },
+     .check = CheckReuseMargin,
+     .type_doc = "`off` or a number, `0`..`1000`",
+     .doc = "Under `planner.policy: value`, once values are solved: whether a free or "
+            "reclaiming create may displace an Idle instance that fits. A number: only when the "
+            "create keeps more profiles placeable on the node, or gives up more than this much "
+            "less value (in `planner.objective` units: expected future accepted requests, or "
+            "slices); the cost order's other terms do not count against a reuse. `0` keeps an "
+            "Idle instance unless the create gives up less value; larger margins create less "
+            "and may accept less "
+            "(docs/planner.md, \"Reuse margin\"). `off`: the cost order decides, as before this "
+            "key existed."},
     {.path = "adoptExistingMIGInstances",
      .type = KeyType::kBool,
      .default_value = "false",

@@ -256,7 +256,18 @@ StatusOr<int64_t> ParseMinArrivals(std::string_view value) {
                               "1000000, e.g. 50)");
 }
 
+StatusOr<std::optional<double>> ParseReuseMargin(std::string_view value) {
+  if (value == "off") return std::optional<double>();
+  // planner::kMaxReuseMargin (planner_wiring.cc asserts they agree).
+  StatusOr<double> v =
+      ParseNumberIn(value, 0, 1000, "a reuse margin (use off or a number from 0 to 1000)");
+  if (!v.ok()) return v.status();
+  return std::optional<double>(*v);
+}
+
 Status CheckDriftThreshold(std::string_view value) { return ParseDriftThreshold(value).status(); }
+
+Status CheckReuseMargin(std::string_view value) { return ParseReuseMargin(value).status(); }
 
 Status CheckHalfLifeArrivals(std::string_view value) {
   return ParseHalfLifeArrivals(value).status();

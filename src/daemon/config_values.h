@@ -46,6 +46,8 @@ std::optional<std::string> Nearest(std::string_view word,
 StatusOr<double> ParseDriftThreshold(std::string_view value);    // finite, 0.01..1
 StatusOr<double> ParseHalfLifeArrivals(std::string_view value);  // finite, 1..1e9
 StatusOr<int64_t> ParseMinArrivals(std::string_view value);      // whole, 1..1000000
+// "off" (nullopt) or a number, 0..1000.
+StatusOr<std::optional<double>> ParseReuseMargin(std::string_view value);
 
 // Checks of single values, named by the schema.
 Status CheckAbsolutePath(std::string_view value);             // starts with '/'
@@ -63,6 +65,7 @@ Status CheckDraDriverName(std::string_view value);            // DNS subdomain, 
 Status CheckDriftThreshold(std::string_view value);           // ParseDriftThreshold
 Status CheckHalfLifeArrivals(std::string_view value);         // ParseHalfLifeArrivals
 Status CheckMinArrivals(std::string_view value);              // ParseMinArrivals
+Status CheckReuseMargin(std::string_view value);              // ParseReuseMargin
 Status CheckSocketMode(uint32_t mode);                        // owner rw, group rw at most
 
 }  // namespace migd::daemon

@@ -328,6 +328,9 @@ MaybeFailure Daemon::SetUpEngine() {
       std::chrono::duration_cast<Clock::Duration>(config_.lifecycle.reconcile_interval);
   opts.listener = &fanout_;
   opts.values = values_;
+  StatusOr<std::optional<double>> margin = ReuseMarginOf(config_.planner);
+  if (!margin.ok()) return ConfigFailure(margin.status().message());
+  opts.reuse_margin = *margin;
   // The reloadable policy is applied by SetPolicy below, so that a profile
   // this node does not offer is reported as the config mistake it is.
   StatusOr<std::unique_ptr<engine::Manager>> mgr = engine::Manager::Create(
@@ -353,7 +356,8 @@ MaybeFailure Daemon::SetUpEngine() {
                                 .Add("drift_threshold", config_.planner.drift_threshold)
                                 .Add("multi_gpu", config_.planner.multi_gpu)
                                 .Add("half_life_arrivals", config_.planner.half_life_arrivals)
-                                .Add("min_arrivals", config_.planner.min_arrivals));
+                                .Add("min_arrivals", config_.planner.min_arrivals)
+                                .Add("reuse_margin", config_.planner.reuse_margin));
   metrics_->AttachManager(manager_.get());
   return std::nullopt;
 }

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "daemon/config_values.h"
+#include "planner/planner.h"
 
 namespace migd::daemon {
 
@@ -56,6 +57,15 @@ StatusOr<std::shared_ptr<planner::ValueService>> MakeValueService(
   StatusOr<planner::ValueOptions> options = ValueOptionsOf(config);
   if (!options.ok()) return options.status();
   return std::make_shared<planner::ValueService>(*std::move(options), std::move(executor));
+}
+
+// ParseReuseMargin's range.
+static_assert(planner::kMaxReuseMargin == 1000);
+
+StatusOr<std::optional<double>> ReuseMarginOf(const PlannerConfig& config) {
+  StatusOr<std::optional<double>> margin = ParseReuseMargin(config.reuse_margin);
+  if (!margin.ok()) return KeyError("planner.reuseMargin", margin.status());
+  return margin;
 }
 
 }  // namespace migd::daemon

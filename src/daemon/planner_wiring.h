@@ -11,6 +11,7 @@
 #define MIGD_DAEMON_PLANNER_WIRING_H_
 
 #include <memory>
+#include <optional>
 
 #include "base/status.h"
 #include "daemon/config.h"
@@ -30,6 +31,11 @@ StatusOr<planner::ValueOptions> ValueOptionsOf(const PlannerConfig& config);
 // key for a bad value.
 StatusOr<std::shared_ptr<planner::ValueService>> MakeValueService(
     const PlannerConfig& config, std::unique_ptr<planner::SolveExecutor> executor);
+
+// planner.reuseMargin as planner::PlannerOptions::reuse_margin
+// (engine::ManagerOptions::reuse_margin; "off": none); kInvalidArgument
+// naming the key.
+StatusOr<std::optional<double>> ReuseMarginOf(const PlannerConfig& config);
 
 }  // namespace migd::daemon
 

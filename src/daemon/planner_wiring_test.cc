@@ -8,12 +8,15 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <utility>
+#include <vector>
 
 #include "base/mutex.h"
 #include "daemon/config.h"
 #include "daemon/config_test_util.h"
 #include "mig/catalog.h"
+#include "planner/planner.h"
 #include "testing/status_matchers.h"
 
 namespace migd::daemon {
@@ -48,6 +51,9 @@ TEST(PlannerConfigTest, DefaultsAreValueOptionsDefaults) {
   EXPECT_EQ(c.planner.multi_gpu, "tie-break");
   EXPECT_EQ(c.planner.half_life_arrivals, "2000");
   EXPECT_EQ(c.planner.min_arrivals, "50");
+  EXPECT_EQ(c.planner.reuse_margin, "0");
+  MIGD_ASSERT_OK_AND_ASSIGN(std::optional<double> margin, ReuseMarginOf(c.planner));
+  EXPECT_EQ(margin, 0.0);
   MIGD_ASSERT_OK_AND_ASSIGN(planner::ValueOptions o, ValueOptionsOf(c.planner));
   const planner::ValueOptions d;
   EXPECT_EQ(o.objective, d.objective);
@@ -99,6 +105,28 @@ TEST(PlannerConfigTest, BadDriftThresholdIsAConfigError) {
               HasSubstr("\"2\" is not a drift threshold (use a number from 0.01 to 1"));
   EXPECT_TRUE(Parse("planner: {driftThreshold: 0.01}").ok());
   EXPECT_TRUE(Parse("planner: {driftThreshold: 1}").ok());
+}
+
+TEST(PlannerConfigTest, ReuseMarginIsParsed) {
+  for (const auto& [text, want] : std::vector<std::pair<const char*, std::optional<double>>>{
+           {"off", std::nullopt}, {"0", 0.0}, {"0.05", 0.05}, {"1000", 1000.0}}) {
+    MIGD_ASSERT_OK_AND_ASSIGN(Config c, Parse(std::string("planner: {reuseMargin: ") + text + "}"));
+    MIGD_ASSERT_OK_AND_ASSIGN(std::optional<double> m, ReuseMarginOf(c.planner));
+    EXPECT_EQ(m, want) << text;
+  }
+}
+
+TEST(PlannerConfigTest, BadReuseMarginIsAConfigError) {
+  for (const char* bad : {"-0.1", "1000.5", "nan", "inf", "some", "[0.1]"}) {
+    const std::string yaml = std::string("planner: {reuseMargin: ") + bad + "}";
+    EXPECT_THAT(ErrorOf(yaml), HasSubstr("planner.reuseMargin")) << bad;
+  }
+  EXPECT_THAT(ErrorOf("planner: {reuseMargin: -1}"),
+              HasSubstr("\"-1\" is not a reuse margin (use off or a number from 0 to 1000)"));
+  PlannerConfig c = Defaults();
+  c.reuse_margin = "2000";  // not through validation
+  EXPECT_THAT(ReuseMarginOf(c).status(),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("planner.reuseMargin: \"2000\"")));
 }
 
 TEST(PlannerConfigTest, BadMultiGpuIsAConfigError) {

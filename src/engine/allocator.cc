@@ -38,14 +38,14 @@ bool Reservable(const TrackedInstance* inst) {
 Allocator::Allocator(Registry& registry, const GpuTable& gpus, const Policy& policy,
                      Executor& executor, RecordJournal& journal, Clock& clock,
                      int64_t demand_half_life_seconds,
-                     std::shared_ptr<planner::ValueService> values)
+                     planner::PlannerOptions planner_options)
     : registry_(registry),
       gpus_(gpus),
       policy_(policy),
       executor_(executor),
       journal_(journal),
       clock_(clock),
-      planner_(planner::PlannerOptions{std::move(values)}),
+      planner_(std::move(planner_options)),
       demand_(demand_half_life_seconds) {}
 
 int64_t Allocator::NowTick() const {

@@ -53,7 +53,7 @@ class Allocator {
   // Every reference must outlive the allocator.
   Allocator(Registry& registry, const GpuTable& gpus, const Policy& policy, Executor& executor,
             RecordJournal& journal, Clock& clock, int64_t demand_half_life_seconds,
-            std::shared_ptr<planner::ValueService> values = nullptr);
+            planner::PlannerOptions planner_options = {});
   Allocator(const Allocator&) = delete;
   Allocator& operator=(const Allocator&) = delete;
 

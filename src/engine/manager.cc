@@ -55,9 +55,11 @@ Manager::Manager(ManagerOptions options, driver::GpuDriver& driver, store::Recor
       journal_(std::make_unique<RecordJournal>(store, options_.boot_id)),
       executor_(std::make_unique<Executor>(driver, *journal_, *registry_, *gpus_, observer_, clock,
                                            options_.listener)),
-      allocator_(std::make_unique<Allocator>(*registry_, *gpus_, *policy_, *executor_, *journal_,
-                                             clock, options_.demand_half_life_seconds,
-                                             options_.values)),
+      allocator_(std::make_unique<Allocator>(
+          *registry_, *gpus_, *policy_, *executor_, *journal_, clock,
+          options_.demand_half_life_seconds,
+          planner::PlannerOptions{.values = options_.values,
+                                  .reuse_margin = options_.reuse_margin})),
       rediscovery_(std::make_unique<Rediscovery>(options_, driver, *journal_, *registry_, *gpus_,
                                                  observer_, clock)),
       reconciler_(std::make_unique<Reconciler>(*registry_, *gpus_, *policy_, *executor_,
@@ -83,6 +85,11 @@ StatusOr<std::unique_ptr<Manager>> Manager::Create(ManagerOptions options,
   }
   if (options.reconcile_interval <= Clock::Duration::zero()) {
     return InvalidArgumentError("ManagerOptions.reconcile_interval must be positive");
+  }
+  if (options.reuse_margin.has_value()) {
+    if (Status s = planner::CheckReuseMargin(*options.reuse_margin); !s.ok()) {
+      return s.WithContext("ManagerOptions.reuse_margin");
+    }
   }
   MIGD_ASSIGN_OR_RETURN(std::unique_ptr<store::GpuMarkStore> gpu_marks,
                         store::GpuMarkStore::Open(store.dir(), options.boot_id, clock));

@@ -74,6 +74,9 @@ struct ManagerOptions {
   // the service's executor, never on an Allocate. Shared: the caller starts
   // and stops the service (ValueService::Start/Stop).
   std::shared_ptr<planner::ValueService> values;
+  // planner::PlannerOptions::reuse_margin (planner.reuseMargin); Manager::Create
+  // refuses a value planner::CheckReuseMargin refuses.
+  std::optional<double> reuse_margin;
 };
 
 // One requested instance; see planner::InstanceRequest.

@@ -5,7 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <optional>
+#include <string>
 
+#include "base/status_macros.h"
 #include "engine/manager.h"
 #include "engine/manager_testing.h"
 #include "planner/solve_executor.h"
@@ -27,6 +30,20 @@ class ManagerValuePolicyTest : public testing::FakeHardwareTest {
     opts_.values = values_;
     Machine("h100-80gb:1");
     Start();
+  }
+  // The plan for one more 1g after a 1g allocated at 6:1 was released, with
+  // the worked example's values solved.
+  StatusOr<planner::Plan> PlanBesideAnIdle1gAt6(std::optional<double> reuse_margin) {
+    opts_.reuse_margin = reuse_margin;
+    StartWithValues();
+    StatusOr<Allocation> a =
+        mgr_->Allocate(OpaqueReq("r1", {Spec("1g.10gb", 0, mig::Placement{6, 1})}));
+    if (!a.ok()) return a.status();
+    MIGD_RETURN_IF_ERROR(mgr_->Release("r1"));
+    values_->Prime({{"1g.10gb", 4}, {"2g.20gb", 2}, {"3g.40gb", 1}}, 0.9,
+                   {mgr_->ModelOf(GpuIndex(0))});
+    executor_->RunPending();
+    return mgr_->Plan({Spec("1g.10gb")});
   }
   planner::ManualExecutor* executor_ = nullptr;
   std::shared_ptr<planner::ValueService> values_;
@@ -107,6 +124,33 @@ TEST_F(ManagerValuePolicyTest, AStoppedServiceKeepsServingItsLastValues) {
   EXPECT_EQ(executor_->pending(), 0u);
   MIGD_ASSERT_OK_AND_ASSIGN(planner::Plan p, mgr_->Plan({Spec("1g.10gb")}));
   EXPECT_TRUE(p.stats.value_policy);
+}
+
+// planner.reuseMargin reaches the planner: an Idle 1g at 6:1, where the
+// worked example's values would not put one, is handed out under a margin
+// and passed over for a create at 0:1 without one.
+TEST_F(ManagerValuePolicyTest, WithoutAReuseMarginTheValuesPassOverAnIdleInstance) {
+  MIGD_ASSERT_OK_AND_ASSIGN(planner::Plan p, PlanBesideAnIdle1gAt6(std::nullopt));
+  EXPECT_TRUE(p.stats.value_policy);
+  EXPECT_EQ(p.instances[0].stage, planner::Stage::kFree);
+  EXPECT_EQ(p.instances[0].placement, (mig::Placement{0, 1}));
+}
+
+TEST_F(ManagerValuePolicyTest, AReuseMarginReachesThePlanner) {
+  MIGD_ASSERT_OK_AND_ASSIGN(planner::Plan p, PlanBesideAnIdle1gAt6(1000));
+  EXPECT_TRUE(p.stats.value_policy);
+  EXPECT_EQ(p.instances[0].stage, planner::Stage::kReuse);
+  EXPECT_EQ(p.instances[0].placement, (mig::Placement{6, 1}));
+}
+
+TEST_F(ManagerValuePolicyTest, AReuseMarginOutOfRangeIsRefused) {
+  Machine("h100-80gb:1");
+  opts_.reuse_margin = -1;
+  StatusOr<std::unique_ptr<Manager>> m = Make();
+  EXPECT_FALSE(m.ok());
+  EXPECT_TRUE(IsInvalidArgument(m.status()));
+  EXPECT_NE(m.status().message().find("ManagerOptions.reuse_margin"), std::string::npos)
+      << m.status();
 }
 
 }  // namespace

@@ -46,6 +46,8 @@ struct Canonical {
   std::vector<std::pair<const Table*, Weights>> weights;  // one per distinct table
   std::vector<Gpu> gpus;                                  // ascending index
   std::vector<Class> classes;                             // search order
+  // PlannerOptions::reuse_margin in kValueScale units; none without values.
+  std::optional<int64_t> reuse_margin;
 
   Canonical() = default;
   Canonical(Canonical&&) = default;

@@ -1,6 +1,10 @@
 #include "planner/planner.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
 #include <utility>
 
 #include "base/status_macros.h"
@@ -113,6 +117,26 @@ std::vector<ReclaimedInstance> Plan::AllReclaims() const {
   return out;
 }
 
+Status CheckReuseMargin(double margin) {
+  if (margin >= 0 && margin <= kMaxReuseMargin) return OkStatus();  // false for NaN
+  char buf[96];
+  std::snprintf(buf, sizeof(buf), "reuse margin %g is not a number in 0..%g", margin,
+                kMaxReuseMargin);
+  return InvalidArgumentError(buf);
+}
+
+StatusOr<std::optional<double>> ParseReuseMargin(std::string_view text) {
+  if (text == "off") return std::optional<double>();
+  const std::string s(text);
+  char* end = nullptr;
+  const double v = s.empty() ? -1 : std::strtod(s.c_str(), &end);
+  if (s.empty() || end != s.c_str() + s.size()) {
+    return InvalidArgumentError("reuse margin \"" + s + "\" is not off or a number");
+  }
+  MIGD_RETURN_IF_ERROR(CheckReuseMargin(v));
+  return std::optional<double>(v);
+}
+
 // ---------------------------------------------------------------------------
 // Planner.
 
@@ -144,7 +168,12 @@ StatusOr<internal_planner::Canonical> Planner::Prepare(
   StatusOr<internal_planner::Canonical> canon =
       internal_planner::Canonicalise(input, [this](const mig::GpuModel& m) { return TableFor(m); });
   if (!canon.ok()) return canon;
-  if (options_.values != nullptr) internal_planner::AttachValues(*options_.values, *canon, keep);
+  const std::optional<double> margin = options_.reuse_margin;
+  if (margin.has_value()) MIGD_RETURN_IF_ERROR(CheckReuseMargin(*margin));
+  if (options_.values != nullptr &&
+      internal_planner::AttachValues(*options_.values, *canon, keep) && margin.has_value()) {
+    canon->reuse_margin = std::llround(*margin * static_cast<double>(kValueScale));
+  }
   return canon;
 }
 

@@ -240,7 +240,23 @@ struct PlannerOptions {
   // The value policy: candidates are ordered by the value they give up
   // (value_service.h). Null: the cost order alone (today's policy).
   std::shared_ptr<ValueService> values;
+  // Reuse by value (planner.reuseMargin). Unset: the best create beats the
+  // best Idle instance when it is cheaper in the cost order (today's rule).
+  // Set, and where values are attached: only when it keeps more profiles
+  // placeable on the node (the node term) or gives up more than this much
+  // less value (the objective's units: accepted requests or slices); the
+  // cost order's other terms do not count against a reuse. Each greedy step
+  // and RankPlacements' first candidate; the joint search keeps the cost
+  // order. MakePlan and RankPlacements return CheckReuseMargin's error for a
+  // value it refuses.
+  std::optional<double> reuse_margin;
 };
+inline constexpr double kMaxReuseMargin = 1000;
+// kInvalidArgument naming the value unless it is a number in 0..kMaxReuseMargin.
+Status CheckReuseMargin(double margin);
+// A command-line reuse margin: "off" (none) or a number CheckReuseMargin
+// accepts; kInvalidArgument naming the text otherwise.
+StatusOr<std::optional<double>> ParseReuseMargin(std::string_view text);
 
 class Planner {
  public:

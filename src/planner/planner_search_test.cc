@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -218,7 +219,7 @@ std::unique_ptr<Planner> CasePlanner(const CrossCheckCase& c,
   for (const mig::GiProfile* p : profiles) mix[p->name] = 1;
   service->Prime(mix, 0.9, {&Model(c.model)});
   e->RunPending();
-  return std::make_unique<Planner>(PlannerOptions{service});
+  return std::make_unique<Planner>(PlannerOptions{service, std::nullopt});
 }
 
 TEST_P(CrossCheckTest, PlansExactlyWhenAPlanExists) {

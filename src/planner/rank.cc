@@ -67,6 +67,15 @@ std::vector<RankedCandidate> RankCandidates(const Canonical& canon) {
   std::stable_sort(out.begin(), out.end(), [](const RankedCandidate& a, const RankedCandidate& b) {
     return a.cost < b.cost;
   });
+  // MakePlan's choice first: the best reuse or the best create, as
+  // CreateBeatsReuse decides; the rest stay in cost order.
+  auto is_reuse = [](const RankedCandidate& r) { return r.stage == Stage::kReuse; };
+  auto reuse = std::find_if(out.begin(), out.end(), is_reuse);
+  auto create = std::find_if_not(out.begin(), out.end(), is_reuse);
+  if (reuse != out.end() && create != out.end()) {
+    auto chosen = CreateBeatsReuse(create->cost, reuse->cost, canon.reuse_margin) ? create : reuse;
+    std::rotate(out.begin(), chosen, chosen + 1);
+  }
   return out;
 }
 

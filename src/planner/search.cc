@@ -146,6 +146,13 @@ int64_t NodeLossOf(const std::vector<Gpu>& gpus, const std::vector<Overlay>& ove
   return NodeLoss(gpus, placeable);
 }
 
+bool CreateBeatsReuse(const PlanScore& create, const PlanScore& reuse,
+                      std::optional<int64_t> margin) {
+  if (!margin.has_value()) return create < reuse;
+  if (create.node_loss != reuse.node_loss) return create.node_loss < reuse.node_loss;
+  return create.value_loss + *margin < reuse.value_loss;
+}
+
 std::optional<GreedySearch::Step> GreedySearch::BestOfPass(int pass, size_t ci,
                                                            const std::vector<Overlay>& overlays,
                                                            const std::vector<PlanScore>& costs,
@@ -193,14 +200,17 @@ std::optional<GreedySearch::Step> GreedySearch::BestStep(size_t ci,
   std::optional<Step> best_any;
   // Pass 0: reuse; pass 1: create without reclaiming; pass 2: create with
   // reclaims. The node term and pin_loss lead the cost order, so a later
-  // pass can win; every pass is scanned (equal costs: the earlier pass).
-  for (int pass = 0; pass < 3; ++pass) {
+  // pass can win; every pass is scanned (equal costs: the earlier pass). The
+  // best create displaces the best reuse as CreateBeatsReuse says.
+  std::optional<Step> reuse = BestOfPass(0, ci, overlays, costs, placeable, node_now);
+  std::optional<Step> create;
+  for (int pass = 1; pass < 3; ++pass) {
     std::optional<Step> best = BestOfPass(pass, ci, overlays, costs, placeable, node_now);
-    if (best.has_value() && (!best_any.has_value() || best->delta < best_any->delta)) {
-      best_any = best;
-    }
+    if (best.has_value() && (!create.has_value() || best->delta < create->delta)) create = best;
   }
-  return best_any;
+  if (!reuse.has_value()) return create;
+  if (!create.has_value()) return reuse;
+  return CreateBeatsReuse(create->delta, reuse->delta, canon_.reuse_margin) ? create : reuse;
 }
 
 std::optional<SearchResult> GreedySearch::Run() {

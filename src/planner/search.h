@@ -48,6 +48,14 @@ std::vector<std::optional<size_t>> FindTwins(const std::vector<Gpu>& gpus);
 int64_t NodeLoss(const std::vector<Gpu>& gpus, const std::vector<uint32_t>& placeable);
 int64_t NodeLossOf(const std::vector<Gpu>& gpus, const std::vector<Overlay>& overlays);
 
+// Whether the best create, whose step costs `create`, is chosen over the
+// best reuse, whose step costs `reuse`. No margin: create < reuse (the cost
+// order). A margin (kValueScale units; Canonical::reuse_margin): a lower
+// node term, or an equal one and more than `margin` less value given up;
+// the other terms (opened GPUs, pinned loss, alignment) do not count.
+bool CreateBeatsReuse(const PlanScore& create, const PlanScore& reuse,
+                      std::optional<int64_t> margin);
+
 class GreedySearch {
  public:
   GreedySearch(const PlanInput& input, const Canonical& canon,

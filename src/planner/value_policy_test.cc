@@ -5,7 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -13,6 +16,7 @@
 #include "planner/plan_json.h"
 #include "planner/planner.h"
 #include "planner/planner_test_util.h"
+#include "planner/search.h"
 #include "planner/solve_executor.h"
 #include "planner/value_service.h"
 #include "testing/status_matchers.h"
@@ -33,13 +37,14 @@ const DemandWeights kUniform = {
 struct ValuePlanner {
   explicit ValuePlanner(const DemandWeights& mix, double load = 0.9,
                         Objective objective = Objective::kCount,
-                        const std::vector<const char*>& models = {"h100-80gb"}) {
+                        const std::vector<const char*>& models = {"h100-80gb"},
+                        std::optional<double> reuse_margin = std::nullopt) {
     auto e = std::make_unique<ManualExecutor>();
     executor = e.get();
     ValueOptions o;
     o.objective = objective;
     service = std::make_shared<ValueService>(o, std::move(e));
-    planner = std::make_unique<Planner>(PlannerOptions{service});
+    planner = std::make_unique<Planner>(PlannerOptions{service, reuse_margin});
     std::vector<const mig::GpuModel*> ms;
     for (const char* m : models) ms.push_back(&Model(m));
     service->Prime(mix, load, ms);
@@ -61,7 +66,7 @@ size_t Index(const char* name) {
 TEST(ValuePolicyTest, CostOrderUntilTheFirstSolve) {
   auto e = std::make_unique<ManualExecutor>();
   auto service = std::make_shared<ValueService>(ValueOptions{}, std::move(e));
-  Planner with(PlannerOptions{service});
+  Planner with(PlannerOptions{service, std::nullopt});
   Planner without;
   const PlanInput in =
       Input({Gpu(0, "h100-80gb", {Active("3g.40gb", "0:4", "a")})}, {Any("1g.10gb")}, kUniform);
@@ -125,6 +130,152 @@ TEST(ValuePolicyTest, ReuseWinsTiesInValue) {
   MIGD_ASSERT_OK_AND_ASSIGN(Plan p2, vp.planner->MakePlan(worse));
   EXPECT_EQ(p2.instances[0].stage, Stage::kFree);
   EXPECT_EQ(p2.instances[0].placement, P("6:1"));
+}
+
+// planner.reuseMargin: an Idle 1g on a worse spot is reused when the value it
+// gives up against the best create (a 1g at 6) is within the margin, and not
+// when the margin is a hair smaller; RankPlacements puts MakePlan's choice
+// first either way.
+TEST(ValuePolicyTest, ReuseMarginKeepsAnIdleInstanceWhoseValueLossIsWithinIt) {
+  std::shared_ptr<const ValueTable> t = ValuePlanner(kUniform).Table();
+  ASSERT_NE(t, nullptr);
+  auto q = [](double h) { return std::llround(h * static_cast<double>(kValueScale)); };
+  const int at2 = t->StateOf(uint64_t{1} << t->SlotOf(Index("1g.10gb"), 2));
+  const int at6 = t->StateOf(uint64_t{1} << t->SlotOf(Index("1g.10gb"), 6));
+  const int64_t gap = q(t->Value(at6)) - q(t->Value(at2));  // reuse at 2 gives up this much
+  ASSERT_GT(gap, 0);
+  const double units = static_cast<double>(gap) / static_cast<double>(kValueScale);
+  const PlanInput in =
+      Input({Gpu(0, "h100-80gb", {Idle("1g.10gb", "2:1", "i2", 1)})}, {Any("1g.10gb")});
+  for (const double margin : {units * 1.01, units * 0.99}) {
+    const bool reused = margin > units;
+    ValuePlanner vp(kUniform, 0.9, Objective::kCount, {"h100-80gb"}, margin);
+    MIGD_ASSERT_OK_AND_ASSIGN(Plan plan, vp.planner->MakePlan(in));
+    EXPECT_TRUE(plan.stats.value_policy);
+    EXPECT_EQ(plan.instances[0].stage, reused ? Stage::kReuse : Stage::kFree) << margin;
+    EXPECT_EQ(plan.instances[0].placement, reused ? P("2:1") : P("6:1")) << margin;
+    EXPECT_EQ(plan.score.creates, reused ? 0 : 1) << margin;
+    MIGD_ASSERT_OK_AND_ASSIGN(std::vector<RankedCandidate> ranked,
+                              vp.planner->RankPlacements(in, "1g.10gb"));
+    ASSERT_FALSE(ranked.empty());
+    EXPECT_EQ(ranked.front().stage, plan.instances[0].stage) << margin;
+    EXPECT_EQ(ranked.front().placement, plan.instances[0].placement) << margin;
+  }
+}
+
+// Without a margin, the cost order decides (create < reuse, a tie to the
+// reuse). With one, only the node term leads; the pinned loss, opened GPUs
+// and the alignment terms do not count against a reuse, and the value
+// decides within the margin.
+TEST(ValuePolicyTest, UnderAReuseMarginOnlyTheNodeTermAndTheValueDecide) {
+  using internal_planner::CreateBeatsReuse;
+  PlanScore reuse;
+  reuse.value_loss = 100;
+  PlanScore create;
+  create.creates = 1;
+  create.value_loss = 40;
+  EXPECT_TRUE(CreateBeatsReuse(create, reuse, std::nullopt));
+  EXPECT_TRUE(CreateBeatsReuse(create, reuse, 0));
+  EXPECT_TRUE(CreateBeatsReuse(create, reuse, 59));
+  EXPECT_FALSE(CreateBeatsReuse(create, reuse, 60));  // 40 + 60 is not below 100
+  PlanScore tie = create;
+  tie.value_loss = 100;
+  EXPECT_FALSE(CreateBeatsReuse(tie, reuse, std::nullopt));  // a tie goes to the reuse
+  EXPECT_FALSE(CreateBeatsReuse(tie, reuse, 0));
+  for (int64_t PlanScore::*lead : {&PlanScore::opened_gpus, &PlanScore::pin_loss, &PlanScore::loss,
+                                   &PlanScore::uniform_loss}) {
+    PlanScore worse_reuse = reuse;
+    worse_reuse.*lead = 1;
+    PlanScore worse_create = create;
+    worse_create.*lead = 1;
+    EXPECT_EQ(CreateBeatsReuse(create, worse_reuse, std::nullopt), true);
+    EXPECT_FALSE(CreateBeatsReuse(create, worse_reuse, 60)) << "only the value counts";
+    EXPECT_TRUE(CreateBeatsReuse(worse_create, reuse, 0)) << "only the value counts";
+  }
+  PlanScore keeps_more = create;
+  keeps_more.value_loss = 1000;
+  keeps_more.node_loss = -1;
+  EXPECT_TRUE(CreateBeatsReuse(keeps_more, reuse, int64_t{1} << 40));
+  PlanScore loses_a_profile = create;
+  loses_a_profile.value_loss = -1000;
+  loses_a_profile.node_loss = 1;
+  EXPECT_FALSE(CreateBeatsReuse(loses_a_profile, reuse, 0));
+}
+
+// Two GPUs (planner.multiGpu tie-break: the cost order leads). Without a
+// margin the cost order prefers creating a 1g at 1:4:1, which reclaims the
+// Idle 2g under it, over handing out the Idle 1g at 1:0:1; with margin 0
+// the values decide (no less value given up by the create) and the Idle 1g
+// is reused: no destroy, no create.
+TEST(ValuePolicyTest, OnSeveralGpusAReuseMarginKeepsTheIdleInstanceThePinnedLossPassesOver) {
+  const DemandWeights mix = {{"1g.10gb", 6}, {"2g.20gb", 3}, {"3g.40gb", 1}};
+  const PlanInput in = Input({Gpu(0, "h100-80gb",
+                                  {Idle("2g.20gb", "0:2", "a", 1), Idle("2g.20gb", "2:2", "b", 1),
+                                   Idle("3g.40gb", "4:4", "c", 1)}),
+                              Gpu(1, "h100-80gb",
+                                  {Active("1g.10gb", "6:1", "x"), Idle("2g.20gb", "2:2", "d", 1),
+                                   Idle("1g.10gb", "0:1", "e", 1), Idle("2g.20gb", "4:2", "f", 1),
+                                   Idle("1g.10gb", "1:1", "g", 1)})},
+                             {Any("1g.10gb")});
+  ValuePlanner off(mix, 0.7);
+  MIGD_ASSERT_OK_AND_ASSIGN(Plan a, off.planner->MakePlan(in));
+  EXPECT_TRUE(a.stats.value_policy);
+  EXPECT_THAT(Where(a), ElementsAre("1:1g.10gb@4:1"));
+  EXPECT_EQ(a.instances[0].stage, Stage::kReclaim);
+  EXPECT_THAT(Keys(a.instances[0].reclaim), ElementsAre("f"));
+  ValuePlanner zero(mix, 0.7, Objective::kCount, {"h100-80gb"}, 0.0);
+  MIGD_ASSERT_OK_AND_ASSIGN(Plan b, zero.planner->MakePlan(in));
+  ASSERT_TRUE(PlanIsLegal(in, b));
+  EXPECT_EQ(b.instances[0].stage, Stage::kReuse);
+  EXPECT_EQ(b.instances[0].reuse_key, "e");
+  EXPECT_EQ(b.score.creates, 0);
+  EXPECT_EQ(b.score.destroyed_instances, 0);
+  MIGD_ASSERT_OK_AND_ASSIGN(std::vector<RankedCandidate> ranked,
+                            zero.planner->RankPlacements(in, "1g.10gb"));
+  ASSERT_FALSE(ranked.empty());
+  EXPECT_EQ(ranked.front().reuse_key, "e");
+}
+
+// Without values (before the first solve) the margin changes nothing.
+TEST(ValuePolicyTest, ReuseMarginIsIgnoredUnderTheCostOrder) {
+  auto e = std::make_unique<ManualExecutor>();
+  auto service = std::make_shared<ValueService>(ValueOptions{}, std::move(e));
+  Planner with(PlannerOptions{service, 5.0});
+  Planner without;
+  const PlanInput in =
+      Input({Gpu(0, "h100-80gb", {Idle("1g.10gb", "2:1", "i2", 1), Active("3g.40gb", "4:4", "a")})},
+            {Any("1g.10gb")}, kUniform);
+  MIGD_ASSERT_OK_AND_ASSIGN(Plan a, with.MakePlan(in));
+  MIGD_ASSERT_OK_AND_ASSIGN(Plan b, without.MakePlan(in));
+  EXPECT_FALSE(a.stats.value_policy);
+  EXPECT_EQ(PlanToJson(a), PlanToJson(b));
+}
+
+TEST(ValuePolicyTest, ReuseMarginTextIsOffOrANumberInRange) {
+  MIGD_ASSERT_OK_AND_ASSIGN(std::optional<double> off, ParseReuseMargin("off"));
+  EXPECT_FALSE(off.has_value());
+  MIGD_ASSERT_OK_AND_ASSIGN(std::optional<double> m, ParseReuseMargin("0.25"));
+  EXPECT_EQ(m, 0.25);
+  MIGD_ASSERT_OK_AND_ASSIGN(std::optional<double> zero, ParseReuseMargin("0"));
+  EXPECT_EQ(zero, 0.0);
+  for (const char* bad : {"", "Off", "0.1x", "-1", "1001", "nan", "inf"}) {
+    StatusOr<std::optional<double>> r = ParseReuseMargin(bad);
+    EXPECT_TRUE(IsInvalidArgument(r.status())) << bad;
+    EXPECT_THAT(r.status().message(), ::testing::HasSubstr("reuse margin")) << bad;
+  }
+}
+
+TEST(ValuePolicyTest, ReuseMarginOutOfRangeIsRefused) {
+  const PlanInput in = Input({Gpu(0, "h100-80gb")}, {Any("1g.10gb")}, kUniform);
+  for (const double bad :
+       {-0.5, kMaxReuseMargin * 2, std::nan(""), std::numeric_limits<double>::infinity()}) {
+    Planner p(PlannerOptions{nullptr, bad});
+    StatusOr<Plan> plan = p.MakePlan(in);
+    EXPECT_TRUE(IsInvalidArgument(plan.status())) << bad;
+    EXPECT_THAT(plan.status().message(), ::testing::HasSubstr("reuse margin")) << bad;
+    EXPECT_TRUE(IsInvalidArgument(p.RankPlacements(in, "1g.10gb").status())) << bad;
+    EXPECT_EQ(p.counters().invalid, 1u);
+  }
 }
 
 TEST(ValuePolicyTest, ExactPlacementsAndOccupantsAreHonoured) {

@@ -113,6 +113,11 @@ struct RigOptions {
   // RunPolicy; no policy there uses an idle TTL).
   bool frozen_clock = false;
   engine::ManagerOptions manager;  // boot_id filled in by the rig
+  // RunPolicy: the planner policy migd runs with. true: `planner.policy:
+  // value` with its defaults (the daemon's default), solves run on a
+  // ManualExecutor drained after every allocation (a solve of milliseconds
+  // lands before the next request, deterministically); false: the cost order.
+  bool value_policy = true;
 };
 
 // One simulated machine, one NVML session, one record store, one Manager.

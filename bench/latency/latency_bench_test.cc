@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <optional>
 
 #include "base/logging.h"
 #include "bench/latency/harness.h"
@@ -134,6 +135,30 @@ TEST(LatencyBenchTest, ChurnDestroyOnReleaseCreatesMoreThanTwiceLazy) {
     EXPECT_EQ(res.alloc_calls.size(), res.allocations);
     EXPECT_EQ(res.failed_ids.size(), res.failures);
   }
+}
+
+// The policies section runs migd's default planner: the value policy, whose
+// solves run between allocations, and planner.reuseMargin 0, which keeps
+// Idle instances the cost order would reclaim around (docs/planner.md).
+TEST(LatencyBenchTest, LazyRunsTheValuePolicyAndItsReuseMarginCutsCreates) {
+  const Workload w = ChurnWorkload({600, 1, false});
+  auto lazy = [&](bool values, std::optional<double> margin) {
+    RigOptions o = Base();
+    o.value_policy = values;
+    o.manager.reuse_margin = margin;
+    StatusOr<PolicyResult> r = RunPolicy(o, w, Policy::kLazy);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? *r : PolicyResult{};
+  };
+  const PolicyResult cost = lazy(false, 0.0);
+  const PolicyResult off = lazy(true, std::nullopt);
+  const PolicyResult zero = lazy(true, 0.0);
+  EXPECT_EQ(cost.value_solves, 0u);
+  EXPECT_GE(off.value_solves, 1u);
+  EXPECT_GE(zero.value_solves, 1u);
+  EXPECT_LT(zero.request_ops.gi_creates, off.request_ops.gi_creates);
+  EXPECT_LT(zero.stages.at("reclaim"), off.stages.at("reclaim"));
+  EXPECT_EQ(zero.allocations + zero.failures, 600u);
 }
 
 TEST(LatencyBenchTest, AlibabaWorkloadFromTheTrace) {

@@ -12,6 +12,7 @@
 #include "base/logging.h"
 #include "bench/latency/latency_model.h"
 #include "bench/latency/sections.h"
+#include "planner/planner.h"
 
 int main(int argc, char** argv) {
   using namespace migd::bench::latency;  // NOLINT: benchmark binary
@@ -26,6 +27,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> sections = {"ops", "policies", "recovery", "footprint"};
   bool no_fsync = false;
   std::string log_level = "info";
+  std::string planner_policy = "value";
   app.add_option("--library", cfg.base.library, "libnvidia-ml-sim.so.1 to load");
   app.add_option("--dir", cfg.base.base_dir, "where the record stores live");
   app.add_option("--sim-dir", cfg.base.sim_dir, "where the simulator's state files live (tmpfs)");
@@ -43,6 +45,13 @@ int main(int argc, char** argv) {
   app.add_option("--recovery-gpus", cfg.recovery_gpus)->delimiter(',');
   app.add_flag("--quick", cfg.quick, "small sizes, no sleeping latency model (CI)");
   app.add_flag("--no-fsync", no_fsync, "record store without fsync (counts unchanged)");
+  app.add_option("--planner", planner_policy,
+                 "policies section: migd's planner.policy (value, the daemon's default, or cost)")
+      ->check(CLI::IsMember({"value", "cost"}));
+  std::string reuse_margin = "0";  // planner.reuseMargin's default
+  app.add_option("--reuse-margin", reuse_margin,
+                 "migd's planner.reuseMargin: off or a number (value policy only)")
+      ->capture_default_str();
   app.add_option("--log-level", log_level, "migd log level (info: as the daemon logs)");
   CLI11_PARSE(app, argc, argv);
 
@@ -64,6 +73,13 @@ int main(int argc, char** argv) {
     cfg.scenarios.push_back(*m);
   }
   cfg.base.store_sync = !no_fsync;
+  cfg.base.value_policy = planner_policy == "value";
+  migd::StatusOr<std::optional<double>> margin = migd::planner::ParseReuseMargin(reuse_margin);
+  if (!margin.ok()) {
+    std::cerr << "latency_bench: " << margin.status() << "\n";
+    return 2;
+  }
+  cfg.base.manager.reuse_margin = *margin;
   auto has = [&](const char* s) {
     return std::find(sections.begin(), sections.end(), s) != sections.end();
   };

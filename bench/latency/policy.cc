@@ -10,6 +10,8 @@
 #include "bench/placement/trace.h"
 #include "bench/placement/workload.h"
 #include "mig/catalog.h"
+#include "planner/solve_executor.h"
+#include "planner/value_service.h"
 
 namespace migd::bench::latency {
 
@@ -214,6 +216,13 @@ StatusOr<PolicyResult> RunPolicy(const RigOptions& base, const Workload& w, Poli
   o.latency = LatencyModel::Zero();
   o.frozen_clock = true;
   if (p == Policy::kLazyWarm) o.manager.warm_pool = w.warm_pool;
+  planner::ManualExecutor* solves = nullptr;
+  if (o.value_policy) {
+    auto executor = std::make_unique<planner::ManualExecutor>();
+    solves = executor.get();
+    o.manager.values =
+        std::make_shared<planner::ValueService>(planner::ValueOptions{}, std::move(executor));
+  }
   MIGD_ASSIGN_OR_RETURN(std::unique_ptr<Rig> rig, Rig::Open(o));
   engine::Manager& mgr = rig->mgr();
 
@@ -252,6 +261,7 @@ StatusOr<PolicyResult> RunPolicy(const RigOptions& base, const Workload& w, Poli
       const double wall = sw.Ms();
       const CallCounts d = Delta(before, rig->Counts());
       Add(res.request_ops, HwOpsOf(d));
+      if (solves != nullptr) res.value_solves += solves->RunPending();
       if (!a.ok()) {
         if (a.status().code() != StatusCode::kResourceExhausted) {
           return Status(a.status().code(), res.policy + " on " + w.name + ", " + rid + ": " +

@@ -104,6 +104,7 @@ struct PolicyResult {
   uint64_t reconcile_passes = 0;
   uint64_t record_fsyncs_per_reuse_sum = 0;  // fsyncs over reuse-only allocations
   uint64_t reuse_only_allocations = 0;
+  uint64_t value_solves = 0;  // value-policy solves run (RigOptions::value_policy)
   double run_s = 0;
 
   // Time to ready per successful allocation under `model`: wall + the

@@ -16,6 +16,7 @@
 
 #include "base/status_macros.h"
 #include "bench/placement/runner.h"
+#include "planner/planner.h"
 
 namespace {
 
@@ -34,6 +35,7 @@ struct Args {
   std::string trace_arrivals = "poisson";
   std::string trace_multi = "gang";
   std::string trace, script, out_json;
+  std::string reuse_margin = "0";  // planner.reuseMargin's default
   bool quiet = false;
 };
 
@@ -86,6 +88,10 @@ void AddRunOptions(CLI::App& app, MatrixSpec& spec, Args& a) {
   app.add_option("--half-life", spec.planner.half_life,
                  "migd adapter: DemandMix half-life in mean lifetimes (0 = no decay)")
       ->capture_default_str();
+  app.add_option("--reuse-margin", a.reuse_margin,
+                 "migd adapter: planner.reuseMargin, off or the value a reuse may give up "
+                 "against the best create")
+      ->capture_default_str();
   app.add_option("--latency-repeats", spec.planner.latency_repeats,
                  "migd adapter: time each MakePlan call this many times, keep the fastest")
       ->capture_default_str();
@@ -107,6 +113,7 @@ migd::Status ApplyArgs(const Args& a, MatrixSpec& spec) {
     return migd::InvalidArgumentError("bad --load or --gpus list");
   }
   MIGD_ASSIGN_OR_RETURN(spec.lifetime, migd::bench::ParseLifetime(a.lifetime));
+  MIGD_ASSIGN_OR_RETURN(spec.planner.reuse_margin, migd::planner::ParseReuseMargin(a.reuse_margin));
   MIGD_ASSIGN_OR_RETURN(spec.sim.mode, migd::bench::ParseArrivalMode(a.mode));
   MIGD_ASSIGN_OR_RETURN(spec.trace_mapping, migd::bench::ParseTraceMapping(a.trace_mapping));
   MIGD_ASSIGN_OR_RETURN(spec.trace_arrivals, migd::bench::ParseTraceArrivals(a.trace_arrivals));

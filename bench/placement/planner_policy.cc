@@ -64,6 +64,7 @@ class PlannerPolicy : public Policy {
     // reproducible and no decision waits for one, as with migd's background
     // thread.
     planner::PlannerOptions po;
+    po.reuse_margin = options_.reuse_margin;
     executor_ = nullptr;
     if (options_.value_policy) {
       auto executor = std::make_unique<planner::ManualExecutor>();

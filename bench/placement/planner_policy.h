@@ -22,6 +22,7 @@
 #define MIGD_BENCH_PLACEMENT_PLANNER_POLICY_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "bench/placement/sim.h"
@@ -40,6 +41,8 @@ struct PlannerPolicyOptions {
   // instead of breaking the cost order's ties.
   bool separable = false;
   double half_life = 10.0;  // DemandMix half-life in mean lifetimes (0: no decay)
+  // planner::PlannerOptions::reuse_margin (planner.reuseMargin); none: off.
+  std::optional<double> reuse_margin;
   // Time every MakePlan call this many times and keep the fastest (filters
   // preemption on a busy machine; the planner is pure, so repeats return the
   // same plan). 1 = time the single real call.

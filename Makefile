@@ -123,7 +123,7 @@ bench-placement:
 	@scripts/install-deps.sh bench
 	@bench/placement/run.sh
 
-# The latency benchmark (bench/latency, docs/benchmarks/latency.md): < 10 min on 2 cores.
+# The latency benchmark (bench/latency, docs/benchmarks/latency.md): about 13 min on 2 cores.
 bench-latency:
 	@scripts/install-deps.sh bench
 	@bench/latency/run.sh

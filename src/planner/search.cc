@@ -197,7 +197,6 @@ std::optional<GreedySearch::Step> GreedySearch::BestStep(size_t ci,
                                                          const std::vector<PlanScore>& costs,
                                                          const std::vector<uint32_t>& placeable) {
   const int64_t node_now = NodeLoss(canon_.gpus, placeable);
-  std::optional<Step> best_any;
   // Pass 0: reuse; pass 1: create without reclaiming; pass 2: create with
   // reclaims. The node term and pin_loss lead the cost order, so a later
   // pass can win; every pass is scanned (equal costs: the earlier pass). The

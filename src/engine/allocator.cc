@@ -209,6 +209,9 @@ StatusOr<Allocator::Reservation> Allocator::ReserveLocked(const AllocateRequest&
     return p.status();
   }
   MIGD_RETURN_IF_ERROR(ValidatePlanLocked(*p));
+  if (p->search == planner::Search::kGreedy) {
+    registry_.counters().margin_reuses += p->stats.margin_reuses;
+  }
   Reservation r;
   r.plan = std::move(*p);
   r.keys.resize(r.plan.instances.size());

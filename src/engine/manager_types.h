@@ -143,6 +143,9 @@ struct ManagerCounters {
   uint64_t ttl_reclaims = 0;
   uint64_t cap_reclaims = 0;
   uint64_t warm_creates = 0;
+  // Allocations whose plan kept an Idle instance only because of
+  // planner.reuseMargin (planner::PlanStats::margin_reuses, greedy plans).
+  uint64_t margin_reuses = 0;
   uint64_t drift_vanished = 0;
   uint64_t drift_foreign_appeared = 0;
   uint64_t drift_foreign_gone = 0;

@@ -134,6 +134,8 @@ TEST_F(ManagerValuePolicyTest, WithoutAReuseMarginTheValuesPassOverAnIdleInstanc
   EXPECT_TRUE(p.stats.value_policy);
   EXPECT_EQ(p.instances[0].stage, planner::Stage::kFree);
   EXPECT_EQ(p.instances[0].placement, (mig::Placement{0, 1}));
+  ENGINE_ASSERT_OK(mgr_->Allocate(OpaqueReq("r2", {Spec("1g.10gb")})));
+  EXPECT_EQ(mgr_->counters().margin_reuses, 0u);
 }
 
 TEST_F(ManagerValuePolicyTest, AReuseMarginReachesThePlanner) {
@@ -141,6 +143,10 @@ TEST_F(ManagerValuePolicyTest, AReuseMarginReachesThePlanner) {
   EXPECT_TRUE(p.stats.value_policy);
   EXPECT_EQ(p.instances[0].stage, planner::Stage::kReuse);
   EXPECT_EQ(p.instances[0].placement, (mig::Placement{6, 1}));
+  EXPECT_EQ(mgr_->counters().margin_reuses, 0u) << "a dry run counts nothing";
+  MIGD_ASSERT_OK_AND_ASSIGN(Allocation a, mgr_->Allocate(OpaqueReq("r2", {Spec("1g.10gb")})));
+  EXPECT_EQ(a.instances[0].placement, (mig::Placement{6, 1}));
+  EXPECT_EQ(mgr_->counters().margin_reuses, 1u);
 }
 
 TEST_F(ManagerValuePolicyTest, AReuseMarginOutOfRangeIsRefused) {

@@ -78,6 +78,7 @@ constexpr std::string_view kValueSolveTime = "migd_planner_value_solve_seconds_t
 constexpr std::string_view kValueMaxBytes = "migd_planner_value_max_table_bytes";
 constexpr std::string_view kValueMaxStates = "migd_planner_value_max_table_states";
 constexpr std::string_view kValueArrivals = "migd_planner_value_arrivals_total";
+constexpr std::string_view kMarginReuses = "migd_planner_margin_reuses_total";
 constexpr std::string_view kValueLoad = "migd_planner_value_offered_load";
 constexpr std::string_view kBuildInfo = "migd_build_info";
 constexpr std::string_view kHamiNodeInfo = "hami_node_gpu_mig_instance_info";
@@ -146,6 +147,11 @@ std::vector<CollectedFamily> CollectedFamilies() {
        "Tracked instances marked unhealthy (never reused; destroyed on release).",
        MetricType::kGauge,
        {"gpu"}},
+      {std::string(kMarginReuses),
+       "Idle instances handed out that the cost order would have passed over for a create "
+       "(planner.reuseMargin).",
+       MetricType::kCounter,
+       {}},
       {std::string(kValueSolves),
        "Value tables the planner's value service solved and published.",
        MetricType::kCounter,
@@ -277,6 +283,7 @@ void AddCounters(CollectSink& sink, const engine::ManagerCounters& c) {
       {"warm_create", c.warm_creates},
   };
   for (const auto& [op, n] : ops) sink.Add(kEngineOps, {op}, static_cast<double>(n));
+  sink.Add(kMarginReuses, {}, static_cast<double>(c.margin_reuses));
 }
 
 // The value service's counters and estimate (one lock each, no solve).

@@ -256,6 +256,7 @@ TEST_F(MigdMetricsTest, ScrapeReadsManagerState) {
   EXPECT_EQ(Sample(text, "migd_drift_events_total{kind=\"instance_vanished\"}"), 0);
   EXPECT_EQ(Sample(text, "migd_engine_operations_total{operation=\"create\"}"), 2);
   EXPECT_EQ(Sample(text, "migd_engine_operations_total{operation=\"release\"}"), 1);
+  EXPECT_EQ(Sample(text, "migd_planner_margin_reuses_total"), 0);  // no value policy here
 
   // HAMi series: only the Active instance; the pod-owned one also per device.
   const engine::InstanceView& p = a.instances[0];
@@ -569,6 +570,28 @@ TEST_F(ValueServiceMetricsTest, ASolveShowsUpInTheScrapeWithExactCounts) {
   EXPECT_EQ(Sample(text, "migd_planner_value_solve_seconds_total"),
             (c.last_solve_ns + d.last_solve_ns) * 1e-9);
   EXPECT_EQ(Sample(text, "migd_planner_value_offered_load"), values_->estimate().load);
+}
+
+// migd_planner_margin_reuses_total reads ManagerCounters::margin_reuses: 0,
+// then 1 once an Idle 1g at 6:1, which the values alone would pass over
+// for a create at 0:1, is handed out under planner.reuseMargin.
+TEST_F(ValueServiceMetricsTest, AReuseTheMarginKeptIsCounted) {
+  opts_.reuse_margin = 1000;
+  StartWith({});
+  metrics_->AttachManager(mgr_.get());
+  ASSERT_THAT(mgr_->Allocate(engine::testing::OpaqueReq(
+                                 "r1", {engine::testing::Spec("1g.10gb", 0, mig::Placement{6, 1})}))
+                  .status(),
+              IsOk());
+  ASSERT_THAT(mgr_->Release("r1"), IsOk());
+  values_->Prime({{"1g.10gb", 4}, {"2g.20gb", 2}, {"3g.40gb", 1}}, 0.9,
+                 {mgr_->ModelOf(GpuIndex(0))});
+  ASSERT_EQ(executor_->RunPending(), 1u);
+  EXPECT_EQ(Sample(registry_.Expose(), "migd_planner_margin_reuses_total"), 0);
+  Allocate("r2", "1g.10gb");
+  EXPECT_EQ(mgr_->counters().margin_reuses, 1u);
+  EXPECT_EQ(Sample(registry_.Expose(), "migd_planner_margin_reuses_total"), 1);
+  metrics_->AttachManager(nullptr);
 }
 
 // A solve the table refuses (more states than SolveOptions::max_states) is

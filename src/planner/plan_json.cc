@@ -187,6 +187,7 @@ constexpr StatsField kStatsFields[] = {
     {"exhaustiveOptions", &PlanStats::exhaustive_options},
     {"exhaustiveStates", &PlanStats::exhaustive_states},
     {"valueVersion", &PlanStats::value_version},
+    {"marginReuses", &PlanStats::margin_reuses},
 };
 
 constexpr Stage kStages[] = {Stage::kReuse, Stage::kFree, Stage::kReclaim};
@@ -232,7 +233,7 @@ StatusOr<PlanScore> ScoreFromJson(const JsonReader& r) {
 StatusOr<PlanStats> StatsFromJson(const JsonReader& r) {
   MIGD_RETURN_IF_ERROR(
       r.NoUnknownKeys({"candidatesExamined", "exhaustiveOptions", "exhaustiveStates",
-                       "valueVersion", "greedyFailed", "valuePolicy"}));
+                       "valueVersion", "marginReuses", "greedyFailed", "valuePolicy"}));
   PlanStats stats;
   for (const StatsField& f : kStatsFields) {
     MIGD_ASSIGN_OR_RETURN(stats.*f.member, r.OptionalUint(f.name, 0));

@@ -186,6 +186,9 @@ struct PlanStats {
   bool greedy_failed = false;        // the greedy stage found no plan
   bool value_policy = false;         // ordered by the value policy (else the cost order)
   uint64_t value_version = 0;        // the newest ValueTable used (SolveStats::serial)
+  // Greedy steps where the reuse margin kept an Idle instance that the cost
+  // order would have passed over for a create (PlannerOptions::reuse_margin).
+  uint64_t margin_reuses = 0;
   friend bool operator==(const PlanStats&, const PlanStats&) = default;
 };
 

@@ -209,7 +209,9 @@ std::optional<GreedySearch::Step> GreedySearch::BestStep(size_t ci,
   }
   if (!reuse.has_value()) return create;
   if (!create.has_value()) return reuse;
-  return CreateBeatsReuse(create->delta, reuse->delta, canon_.reuse_margin) ? create : reuse;
+  if (CreateBeatsReuse(create->delta, reuse->delta, canon_.reuse_margin)) return create;
+  if (create->delta < reuse->delta) ++stats_.margin_reuses;  // the cost order would create
+  return reuse;
 }
 
 std::optional<SearchResult> GreedySearch::Run() {

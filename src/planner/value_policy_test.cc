@@ -155,6 +155,7 @@ TEST(ValuePolicyTest, ReuseMarginKeepsAnIdleInstanceWhoseValueLossIsWithinIt) {
     EXPECT_EQ(plan.instances[0].stage, reused ? Stage::kReuse : Stage::kFree) << margin;
     EXPECT_EQ(plan.instances[0].placement, reused ? P("2:1") : P("6:1")) << margin;
     EXPECT_EQ(plan.score.creates, reused ? 0 : 1) << margin;
+    EXPECT_EQ(plan.stats.margin_reuses, reused ? 1u : 0u) << margin;
     MIGD_ASSERT_OK_AND_ASSIGN(std::vector<RankedCandidate> ranked,
                               vp.planner->RankPlacements(in, "1g.10gb"));
     ASSERT_FALSE(ranked.empty());
@@ -223,6 +224,7 @@ TEST(ValuePolicyTest, OnSeveralGpusAReuseMarginKeepsTheIdleInstanceThePinnedLoss
   EXPECT_THAT(Where(a), ElementsAre("1:1g.10gb@4:1"));
   EXPECT_EQ(a.instances[0].stage, Stage::kReclaim);
   EXPECT_THAT(Keys(a.instances[0].reclaim), ElementsAre("f"));
+  EXPECT_EQ(a.stats.margin_reuses, 0u);
   ValuePlanner zero(mix, 0.7, Objective::kCount, {"h100-80gb"}, 0.0);
   MIGD_ASSERT_OK_AND_ASSIGN(Plan b, zero.planner->MakePlan(in));
   ASSERT_TRUE(PlanIsLegal(in, b));
@@ -230,6 +232,7 @@ TEST(ValuePolicyTest, OnSeveralGpusAReuseMarginKeepsTheIdleInstanceThePinnedLoss
   EXPECT_EQ(b.instances[0].reuse_key, "e");
   EXPECT_EQ(b.score.creates, 0);
   EXPECT_EQ(b.score.destroyed_instances, 0);
+  EXPECT_EQ(b.stats.margin_reuses, 1u);  // the cost order would have created
   MIGD_ASSERT_OK_AND_ASSIGN(std::vector<RankedCandidate> ranked,
                             zero.planner->RankPlacements(in, "1g.10gb"));
   ASSERT_FALSE(ranked.empty());

@@ -53,6 +53,11 @@ int64_t NodeLossOf(const std::vector<Gpu>& gpus, const std::vector<Overlay>& ove
 // order). A margin (kValueScale units; Canonical::reuse_margin): a lower
 // node term, or an equal one and more than `margin` less value given up;
 // the other terms (opened GPUs, pinned loss, alignment) do not count.
+// Invariant: a create that reclaims an Idle instance of its own profile and
+// placement never wins (the engine would refuse it): its node, opened-GPU,
+// pinned and value terms equal the reuse of that instance, which are no
+// smaller than the best reuse's, and the best create's are no greater than
+// the create that duplicates the best reuse.
 bool CreateBeatsReuse(const PlanScore& create, const PlanScore& reuse,
                       std::optional<int64_t> margin);
 

@@ -239,6 +239,49 @@ TEST(ValuePolicyTest, OnSeveralGpusAReuseMarginKeepsTheIdleInstanceThePinnedLoss
   EXPECT_EQ(ranked.front().reuse_key, "e");
 }
 
+// A random walk of allocations and releases on two GPUs under margin 0:
+// every plan is legal, and none destroys an Idle instance to create the same
+// profile at the same placement (search.h, CreateBeatsReuse's invariant).
+TEST(ValuePolicyTest, UnderAReuseMarginNoPlanRecreatesAnIdleInstance) {
+  ValuePlanner vp({{"1g.10gb", 6}, {"2g.20gb", 3}, {"3g.40gb", 1}}, 0.7, Objective::kCount,
+                  {"h100-80gb"}, 0.0);
+  const char* profiles[] = {"1g.10gb", "1g.10gb", "1g.10gb", "1g.10gb", "1g.10gb",
+                            "1g.10gb", "2g.20gb", "2g.20gb", "2g.20gb", "3g.40gb"};
+  std::mt19937 rng(7);
+  PlanInput in = Input({Gpu(0, "h100-80gb"), Gpu(1, "h100-80gb")}, {Any("1g.10gb")});
+  int plans = 0, reuses = 0;
+  for (int step = 0; step < 3000; ++step) {
+    std::vector<Occupant*> active;
+    for (GpuLayout& g : in.gpus) {
+      for (Occupant& o : g.occupants) {
+        if (o.state == OccupantState::kActive) active.push_back(&o);
+      }
+    }
+    if (!active.empty() && rng() % 2 == 0) {
+      Occupant* o = active[rng() % active.size()];
+      o->state = OccupantState::kIdle;
+      o->last_used = step;
+      continue;
+    }
+    in.request = {Any(profiles[rng() % 10])};
+    StatusOr<Plan> plan = vp.planner->MakePlan(in);
+    if (!plan.ok()) continue;
+    ++plans;
+    ASSERT_TRUE(PlanIsLegal(in, *plan)) << "step " << step;
+    for (const InstancePlan& ip : plan->instances) {
+      reuses += ip.stage == Stage::kReuse;
+      for (const ReclaimedInstance& r : ip.reclaim) {
+        ASSERT_FALSE(ip.stage != Stage::kReuse && r.gpu == ip.gpu && r.profile == ip.profile &&
+                     r.placement == ip.placement)
+            << "step " << step << ": destroys and re-creates " << r.key;
+      }
+    }
+    ApplyPlan(in, *plan, "s" + std::to_string(step) + "-");
+  }
+  EXPECT_GT(plans, 1000);
+  EXPECT_GT(reuses, plans / 2);
+}
+
 // Without values (before the first solve) the margin changes nothing.
 TEST(ValuePolicyTest, ReuseMarginIsIgnoredUnderTheCostOrder) {
   auto e = std::make_unique<ManualExecutor>();

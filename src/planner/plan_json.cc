@@ -231,9 +231,13 @@ StatusOr<PlanScore> ScoreFromJson(const JsonReader& r) {
 }
 
 StatusOr<PlanStats> StatsFromJson(const JsonReader& r) {
-  MIGD_RETURN_IF_ERROR(
-      r.NoUnknownKeys({"candidatesExamined", "exhaustiveOptions", "exhaustiveStates",
-                       "valueVersion", "marginReuses", "greedyFailed", "valuePolicy"}));
+  // The known keys: kStatsFields and the two flags read below.
+  MIGD_RETURN_IF_ERROR(r.ExpectObject());
+  for (auto it = r.value().begin(); it != r.value().end(); ++it) {
+    bool known = it.key() == "greedyFailed" || it.key() == "valuePolicy";
+    for (const StatsField& f : kStatsFields) known = known || it.key() == f.name;
+    if (!known) return r.ErrorAt(it.key(), "unknown member (a typo, or a newer format?)");
+  }
   PlanStats stats;
   for (const StatsField& f : kStatsFields) {
     MIGD_ASSIGN_OR_RETURN(stats.*f.member, r.OptionalUint(f.name, 0));

@@ -102,6 +102,17 @@ TEST(PlanJsonTest, ValueFieldsRoundTripAndAreOptional) {
   EXPECT_EQ(before.score.value_loss, 0);
   EXPECT_FALSE(before.stats.value_policy);
   EXPECT_EQ(before.stats.value_version, 0u);
+  // Every stats member is known (marginReuses too); anything else is refused.
+  plan.stats.margin_reuses = 3;
+  MIGD_ASSERT_OK_AND_ASSIGN(Plan with_margin, PlanFromJson(PlanToJson(plan)));
+  EXPECT_EQ(with_margin.stats.margin_reuses, 3u);
+  nlohmann::json bad = nlohmann::json::parse(text);
+  bad["stats"]["marginReuse"] = 1;
+  EXPECT_THAT(
+      PlanFromJson(bad.dump()).status(),
+      StatusIs(StatusCode::kInvalidArgument, HasSubstr("/stats/marginReuse: unknown member")));
+  bad["stats"] = 5;
+  EXPECT_FALSE(PlanFromJson(bad.dump()).ok());
 }
 
 TEST(PlanJsonTest, ErrorsNameTheMember) {

@@ -246,9 +246,8 @@ constexpr KeySpec kSchema[] = {
             "less value (in `planner.objective` units: expected future accepted requests, or "
             "slices); the cost order's other terms do not count against a reuse. `0` keeps an "
             "Idle instance unless the create gives up less value; larger margins create less "
-            "and may accept less "
-            "(docs/planner.md, \"Reuse margin\"). `off`: the cost order decides, as before this "
-            "key existed."},
+            "and may accept less (docs/planner.md, \"Reuse margin\"). `off`: the cost order "
+            "decides, as before this key existed."},
     {.path = "adoptExistingMIGInstances",
      .type = KeyType::kBool,
      .default_value = "false",

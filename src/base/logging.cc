@@ -54,7 +54,7 @@ Status InitLogging(const LogOptions& options) {
   return OkStatus();
 }
 
-void Fields::AddRaw(std::string_view key, const std::string& value) {
+void Fields::AddRaw(std::string_view key, std::string_view value) {
   text_ += ' ';
   text_ += key;
   text_ += '=';

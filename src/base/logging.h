@@ -21,12 +21,15 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
 #include <chrono>
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 #include "base/status.h"
+#include "base/strong_id.h"
 
 namespace migd {
 
@@ -46,21 +49,48 @@ Status InitLogging(const LogOptions& options);
 // Writes every buffered line of the default logger before returning.
 void FlushLogs();
 
+namespace logging_internal {
+template <typename T>
+struct IsStrongId : std::false_type {};
+template <typename Tag, typename Rep>
+struct IsStrongId<StrongId<Tag, Rep>> : std::true_type {};
+// Integers that operator<< prints as decimal digits (not bool, not the char
+// types, which it prints as 1/0 and as characters).
+template <typename T>
+inline constexpr bool kDecimalInteger =
+    std::is_integral_v<T> && !std::is_same_v<T, bool> && !std::is_same_v<T, char> &&
+    !std::is_same_v<T, signed char> && !std::is_same_v<T, unsigned char> &&
+    !std::is_same_v<T, wchar_t> && !std::is_same_v<T, char8_t> && !std::is_same_v<T, char16_t> &&
+    !std::is_same_v<T, char32_t>;
+}  // namespace logging_internal
+
 // Builds " key=value key2=value2"; values with spaces, quotes or '=' are
-// double-quoted with escapes, so the line stays machine-parseable.
+// double-quoted with escapes, so the line stays machine-parseable. A value is
+// written as operator<< writes it; strings, integers and StrongIds of them
+// skip the stream (the engine logs every transition on the request path).
 class Fields {
  public:
   template <typename T>
   Fields& Add(std::string_view key, const T& value) {
-    std::ostringstream os;
-    os << value;
-    AddRaw(key, os.str());
+    if constexpr (std::is_convertible_v<const T&, std::string_view>) {
+      AddRaw(key, std::string_view(value));
+    } else if constexpr (logging_internal::IsStrongId<T>::value) {
+      Add(key, value.value());
+    } else if constexpr (logging_internal::kDecimalInteger<T>) {
+      char digits[24];  // 20 digits and a sign are the most a 64-bit integer needs
+      const std::to_chars_result r = std::to_chars(digits, digits + sizeof(digits), value);
+      AddRaw(key, std::string_view(digits, static_cast<size_t>(r.ptr - digits)));
+    } else {
+      std::ostringstream os;
+      os << value;
+      AddRaw(key, os.str());
+    }
     return *this;
   }
   const std::string& str() const { return text_; }
 
  private:
-  void AddRaw(std::string_view key, const std::string& value);
+  void AddRaw(std::string_view key, std::string_view value);
   std::string text_;
 };
 

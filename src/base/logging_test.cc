@@ -6,7 +6,9 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
+#include <limits>
 #include <sstream>
 #include <string>
 
@@ -85,6 +87,39 @@ TEST(FieldsTest, PlainValues) {
 TEST(FieldsTest, StreamsStrongIds) {
   EXPECT_EQ(Fields().Add("gi", NvmlGiId(7)).Add("uuid", GpuUuid("GPU-a")).str(),
             " gi=7 uuid=GPU-a");
+}
+
+// Strings, integers and StrongIds skip the stream; what they write must be
+// what operator<< writes, for every kind of value a log line carries.
+template <typename T>
+std::string Streamed(const T& v) {
+  std::ostringstream os;
+  os << v;
+  return " v=" + os.str();
+}
+
+TEST(FieldsTest, WritesEveryValueAsOperatorShiftWould) {
+  EXPECT_EQ(Fields().Add("v", std::numeric_limits<int64_t>::min()).str(),
+            Streamed(std::numeric_limits<int64_t>::min()));
+  EXPECT_EQ(Fields().Add("v", std::numeric_limits<uint64_t>::max()).str(),
+            Streamed(std::numeric_limits<uint64_t>::max()));
+  EXPECT_EQ(Fields().Add("v", -7).str(), " v=-7");
+  EXPECT_EQ(Fields().Add("v", size_t{0}).str(), " v=0");
+  EXPECT_EQ(Fields().Add("v", static_cast<uint16_t>(65535)).str(), " v=65535");
+  // bool and the char types keep the stream's spelling: 1/0 and characters.
+  EXPECT_EQ(Fields().Add("v", true).str(), Streamed(true));
+  EXPECT_EQ(Fields().Add("v", true).str(), " v=1");
+  EXPECT_EQ(Fields().Add("v", 'x').str(), " v=x");
+  EXPECT_EQ(Fields().Add("v", static_cast<unsigned char>('y')).str(), " v=y");
+  EXPECT_EQ(Fields().Add("v", 0.25).str(), Streamed(0.25));
+  EXPECT_EQ(Fields().Add("v", 1e-7).str(), Streamed(1e-7));
+  EXPECT_EQ(Fields().Add("v", std::string("s")).str(), " v=s");
+  EXPECT_EQ(Fields().Add("v", std::string_view("sv")).str(), " v=sv");
+  const char* c_string = "cs";
+  EXPECT_EQ(Fields().Add("v", c_string).str(), " v=cs");
+  EXPECT_EQ(Fields().Add("v", NvmlGiId(4294967295u)).str(), " v=4294967295");
+  EXPECT_EQ(Fields().Add("v", GpuUuid("GPU-x y")).str(), " v=\"GPU-x y\"");
+  EXPECT_EQ(Fields().Add("v", InvalidArgumentError("bad")).str(), " v=\"INVALID_ARGUMENT: bad\"");
 }
 
 TEST(FieldsTest, QuotesValuesThatWouldBreakParsing) {

@@ -2,7 +2,9 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -166,6 +168,14 @@ Status SyncDirectory(const std::string& dir) {
   if (fd.get() < 0) return ErrnoToStatus(errno, "opening directory " + dir);
   if (::fsync(fd.get()) != 0) return ErrnoToStatus(errno, "fsync of directory " + dir);
   return OkStatus();
+}
+
+StatusOr<bool> IsOnMemoryFilesystem(const std::string& path) {
+  struct statfs fs {};
+  if (::statfs(path.c_str(), &fs) != 0) return ErrnoToStatus(errno, "statfs " + path);
+  // f_type's type differs between architectures; the magics fit in 32 bits.
+  const auto type = static_cast<uint32_t>(fs.f_type);
+  return type == static_cast<uint32_t>(TMPFS_MAGIC) || type == static_cast<uint32_t>(RAMFS_MAGIC);
 }
 
 Status AtomicWriteFile(const std::string& path, std::string_view data,

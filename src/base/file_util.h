@@ -89,6 +89,12 @@ Status RemoveFile(const std::string& path);
 // fsyncs a directory so that renames and unlinks in it are durable.
 Status SyncDirectory(const std::string& dir);
 
+// Whether `path` lies on a filesystem kept only in memory (tmpfs, ramfs:
+// statfs(2) f_type TMPFS_MAGIC or RAMFS_MAGIC of <linux/magic.h>). Its
+// contents do not survive a reboot or power loss, and fsync(2) there writes
+// nothing (Linux mm/shmem.c: noop_fsync). Errors: statfs's, per ErrnoToStatus.
+StatusOr<bool> IsOnMemoryFilesystem(const std::string& path);
+
 // Creates `dir` and missing parents with `mode` (existing directories keep
 // their mode).
 Status MakeDirectories(const std::string& dir, mode_t mode = 0755);

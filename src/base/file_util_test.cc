@@ -57,6 +57,22 @@ mode_t ModeOf(const std::string& path) {
   return st.st_mode & 07777;
 }
 
+TEST(IsOnMemoryFilesystemTest, TellsTmpfsFromOtherFilesystems) {
+  // /proc is procfs on every Linux: not a memory filesystem in this sense.
+  StatusOr<bool> proc = IsOnMemoryFilesystem("/proc");
+  ASSERT_THAT(proc, IsOk());
+  EXPECT_FALSE(*proc);
+  StatusOr<bool> shm = IsOnMemoryFilesystem("/dev/shm");
+  if (!shm.ok()) GTEST_SKIP() << "no /dev/shm here: " << shm.status();
+  // /dev/shm is tmpfs wherever glibc's shm_open works (it needs tmpfs there).
+  EXPECT_TRUE(*shm);
+}
+
+TEST(IsOnMemoryFilesystemTest, AMissingPathIsNotFound) {
+  EXPECT_THAT(IsOnMemoryFilesystem("/nonexistent/migd"),
+              StatusIs(StatusCode::kNotFound, HasSubstr("statfs /nonexistent/migd")));
+}
+
 TEST(AtomicWriteFileTest, WritesContentAndMode) {
   TempDir dir;
   const std::string path = dir.Join("state.json");

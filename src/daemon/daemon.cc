@@ -431,6 +431,7 @@ void Daemon::LogReady(int metrics_port) {
                                    .Add("nvml", config_.nvml.library)
                                    .Add("simulated", sim_.enabled ? "true" : "false")
                                    .Add("state_dir", config_.state_dir)
+                                   .Add("state_fsync", store_->syncs() ? "on" : "off")
                                    .Add("pid", ::getpid()));
 }
 

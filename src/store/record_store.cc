@@ -137,11 +137,16 @@ class RecordStore::KeyLock {
   const RecordKey key_;
 };
 
-RecordStore::RecordStore(std::string dir, Clock& clock, RecordStoreOptions options)
+RecordStore::RecordStore(std::string dir, Clock& clock, RecordStoreOptions options, bool syncs)
     : dir_(std::move(dir)),
       clock_(clock),
       options_(std::move(options)),
-      ops_(options_.file_ops != nullptr ? *options_.file_ops : FileOps::Default()) {}
+      ops_(options_.file_ops != nullptr ? *options_.file_ops : FileOps::Default()),
+      syncs_(syncs) {}
+
+Status RecordStore::SyncDir(const std::string& dir) {
+  return syncs_ ? ops_.SyncDirectory(dir) : OkStatus();
+}
 
 RecordStore::~RecordStore() = default;
 
@@ -177,7 +182,14 @@ StatusOr<std::unique_ptr<RecordStore>> RecordStore::Open(std::string dir, Clock&
   }
   Status s = CheckPrivateDir(dir, st, "state directory");
   if (!s.ok()) return s;
-  return std::unique_ptr<RecordStore>(new RecordStore(std::move(dir), clock, std::move(options)));
+  bool syncs = true;
+  if (options.sync == RecordStoreOptions::Sync::kAuto) {
+    StatusOr<bool> in_memory = IsOnMemoryFilesystem(dir);
+    if (!in_memory.ok()) return in_memory.status().WithContext("state directory");
+    syncs = !*in_memory;
+  }
+  return std::unique_ptr<RecordStore>(
+      new RecordStore(std::move(dir), clock, std::move(options), syncs));
 }
 
 StatusOr<std::string> RecordStore::PathOf(const RecordKey& key) const {
@@ -310,7 +322,7 @@ StatusOr<Record> RecordStore::Put(Record record) {
                                 std::to_string(options_.max_record_bytes));
   }
   s = ops_.WriteFileAtomically(*path, text,
-                               {.mode = 0600, .sync = true, .crash_points = "record.write"});
+                               {.mode = 0600, .sync = syncs_, .crash_points = "record.write"});
   if (!s.ok()) return s.WithContext("writing record for " + record.key.ToString());
 
   MutexLock lock(&mu_);
@@ -343,7 +355,7 @@ Status RecordStore::RemovePath(const std::string& path) {
   }
   // Also when the file was already gone: an earlier unlink may not be durable
   // yet (its directory fsync is what failed).
-  return ops_.SyncDirectory(dir_);
+  return SyncDir(dir_);
 }
 
 Status RecordStore::Remove(const RecordKey& key) {
@@ -410,7 +422,7 @@ StatusOr<std::string> RecordStore::QuarantineDir() {
     if (errno != ENOENT) return ErrnoToStatus(errno, "lstat " + qdir);
     Status s = ops_.MakeDirectory(qdir, 0700);
     if (!s.ok() && s.code() != StatusCode::kAlreadyExists) return s;
-    s = ops_.SyncDirectory(dir_);
+    s = SyncDir(dir_);
     if (!s.ok()) return s;
     if (::lstat(qdir.c_str(), &st) != 0) return ErrnoToStatus(errno, "lstat " + qdir);
   }
@@ -526,8 +538,8 @@ StatusOr<LoadResult> RecordStore::LoadAll() {
   // otherwise stall startup for minutes. The moves themselves happened; a
   // failed fsync only makes them less durable, and is reported on each.
   if (!quarantined.empty()) {
-    Status s = ops_.SyncDirectory(dir_ + "/" + std::string(kQuarantineDirName));
-    if (s.ok()) s = ops_.SyncDirectory(dir_);
+    Status s = SyncDir(dir_ + "/" + std::string(kQuarantineDirName));
+    if (s.ok()) s = SyncDir(dir_);
     if (!s.ok()) {
       for (size_t i : quarantined) result.problems[i].quarantine_error = s.ToString();
     }

@@ -9,7 +9,9 @@
 // Durability. Every Put is AtomicWriteFile (temp file in stateDir, fsync,
 // rename over the record, fsync of stateDir); every Remove is unlink + fsync of
 // stateDir. When a call returns OK its effect survives kill -9 and power loss.
-// A reader sees the old record or the new one, never a mix.
+// A reader sees the old record or the new one, never a mix. On tmpfs or ramfs
+// (RecordStoreOptions::sync) the fsyncs are left out: the rename and unlink
+// alone survive kill -9, and nothing there survives a power loss.
 //
 // Safety. stateDir must be a real directory owned by our euid and not
 // writable by group or others (Open refuses anything else). Record paths are
@@ -101,6 +103,12 @@ struct RecordStoreOptions {
   size_t max_record_bytes = size_t{64} * 1024;
   // Not owned; must outlive the store. nullptr: FileOps::Default().
   FileOps* file_ops = nullptr;
+  // kAuto: fsync record files and stateDir unless stateDir is on tmpfs or
+  // ramfs (IsOnMemoryFilesystem), where fsync writes nothing and what it
+  // would protect against (a power loss) erases the records anyway. kAlways:
+  // fsync on every filesystem.
+  enum class Sync { kAuto, kAlways };
+  Sync sync = Sync::kAuto;
 };
 
 // Why LoadAll did not return a file as a record.
@@ -160,6 +168,8 @@ class RecordStore {
   ~RecordStore();
 
   const std::string& dir() const { return dir_; }
+  // Whether Put and Remove fsync (RecordStoreOptions::sync).
+  bool syncs() const { return syncs_; }
   // <dir>/<RecordFileName(key)>. Errors: kInvalidArgument for an invalid key.
   StatusOr<std::string> PathOf(const RecordKey& key) const;
 
@@ -231,7 +241,9 @@ class RecordStore {
   };
   class KeyLock;
 
-  RecordStore(std::string dir, Clock& clock, RecordStoreOptions options);
+  RecordStore(std::string dir, Clock& clock, RecordStoreOptions options, bool syncs);
+  // SyncDirectory of `dir` when the store syncs; OK otherwise.
+  Status SyncDir(const std::string& dir);
 
   // The per-key lock (see KeyLock) and the exclusive gate of LoadAll (both
   // built on mu_ and cv_; none of them is held across disk I/O as mu_).
@@ -258,6 +270,7 @@ class RecordStore {
   Clock& clock_;
   const RecordStoreOptions options_;
   FileOps& ops_;
+  const bool syncs_;
 
   mutable Mutex mu_;
   CondVar cv_;  // busy_keys_ or loading_ changed

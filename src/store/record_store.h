@@ -1,10 +1,10 @@
 // File: store/record_store.h
 //
-// RecordStore: durable ownership records of MIG instances, one
-// file per instance in `stateDir` (default /var/run/hami/dynamic-mig-state,
-// mode 0700). The engine is its only writer: it journals every create through
-// it and hands the loaded records to recovery. Format and file naming are in
-// store/record.h.
+// RecordStore: durable ownership records of MIG instances, one file per
+// instance in `stateDir` (mode 0700; migd's default, /run/migd/state, is the
+// `stateDir` key of daemon/config_schema.cc). The engine is its only writer:
+// it journals every create through it and hands the loaded records to
+// recovery. Format and file naming are in store/record.h.
 //
 // Durability. Every Put is AtomicWriteFile (temp file in stateDir, fsync,
 // rename over the record, fsync of stateDir); every Remove is unlink + fsync of
@@ -55,7 +55,7 @@
 // Example:
 //   MIGD_ASSIGN_OR_RETURN(std::string boot, ReadBootId());
 //   MIGD_ASSIGN_OR_RETURN(std::unique_ptr<store::RecordStore> records,
-//                         store::RecordStore::Open(store::kDefaultStateDir, clock,
+//                         store::RecordStore::Open("/run/migd/state", clock,
 //                                                  {.boot_id = boot}));
 //   MIGD_ASSIGN_OR_RETURN(store::LoadResult loaded, records->LoadAll());
 //   for (const store::LoadProblem& p : loaded.problems) LOG_WARN(p.ToString());
@@ -90,7 +90,6 @@
 
 namespace migd::store {
 
-inline constexpr std::string_view kDefaultStateDir = "/var/run/hami/dynamic-mig-state";
 // Subdirectory of stateDir that receives quarantined files.
 inline constexpr std::string_view kQuarantineDirName = "quarantine";
 // File names HAMi's own device plugin uses in the same directory (left alone).

@@ -490,37 +490,31 @@ TEST_F(RecordStoreTest, RemoveNeverDeletesASymlink) {
   EXPECT_EQ(store->pending_removals(), 1u);
 }
 
-// A private directory under `parent` for one test, removed at the end.
-class ScratchDir {
- public:
-  explicit ScratchDir(const std::string& parent) {
-    std::string tmpl = parent + "/migd-store-test-XXXXXX";
-    if (::mkdtemp(tmpl.data()) != nullptr) path_ = tmpl;
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    if (!path_.empty()) fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
 bool OnMemoryFilesystem(const std::string& path) {
   StatusOr<bool> m = IsOnMemoryFilesystem(path);
   return m.ok() && *m;
+}
+
+// A store that fsyncs: Put fsyncs the file (and, inside AtomicWriteFile, the
+// directory), Remove fsyncs the directory through the store's FileOps.
+void ExpectPutAndRemoveFsync(RecordStore& store, InjectingFileOps& ops) {
+  EXPECT_TRUE(store.syncs());
+  const int syncs = ops.sync_calls.load();
+  ASSERT_THAT(store.Put(Committed()), IsOk());
+  EXPECT_EQ(ops.synced_writes.load(), 1);
+  EXPECT_EQ(ops.sync_calls.load(), syncs);
+  ASSERT_THAT(store.Remove(Key()), IsOk());
+  EXPECT_EQ(ops.sync_calls.load(), syncs + 1);
 }
 
 // On tmpfs fsync writes nothing and a power loss erases the records anyway:
 // Put and Remove leave the fsyncs out, and stay atomic (temp file + rename).
 TEST_F(RecordStoreTest, OnTmpfsPutAndRemoveMakeNoFsync) {
   if (!OnMemoryFilesystem("/dev/shm")) GTEST_SKIP() << "/dev/shm is not tmpfs here";
-  ScratchDir shm("/dev/shm");
-  ASSERT_FALSE(shm.path().empty());
+  TempDir shm("/dev/shm");
   RecordStoreOptions options{.boot_id = kBoot, .file_ops = &ops_};  // Sync::kAuto
   MIGD_ASSERT_OK_AND_ASSIGN(std::unique_ptr<RecordStore> store,
-                       RecordStore::Open(shm.path() + "/state", clock_, options));
+                            RecordStore::Open(shm.Join("state"), clock_, options));
   EXPECT_FALSE(store->syncs());
   const int syncs_after_open = ops_.sync_calls.load();
   ASSERT_THAT(store->Put(Committed()), IsOk());
@@ -535,17 +529,10 @@ TEST_F(RecordStoreTest, OnTmpfsPutAndRemoveMakeNoFsync) {
 
 TEST_F(RecordStoreTest, SyncAlwaysFsyncsOnTmpfsToo) {
   if (!OnMemoryFilesystem("/dev/shm")) GTEST_SKIP() << "/dev/shm is not tmpfs here";
-  ScratchDir shm("/dev/shm");
-  ASSERT_FALSE(shm.path().empty());
+  TempDir shm("/dev/shm");
   MIGD_ASSERT_OK_AND_ASSIGN(std::unique_ptr<RecordStore> store,
-                       RecordStore::Open(shm.path() + "/state", clock_, Options()));
-  EXPECT_TRUE(store->syncs());
-  const int syncs = ops_.sync_calls.load();
-  ASSERT_THAT(store->Put(Committed()), IsOk());
-  EXPECT_EQ(ops_.synced_writes.load(), 1);
-  EXPECT_EQ(ops_.sync_calls.load(), syncs);  // AtomicWriteFile syncs the directory itself
-  ASSERT_THAT(store->Remove(Key()), IsOk());
-  EXPECT_EQ(ops_.sync_calls.load(), syncs + 1);
+                            RecordStore::Open(shm.Join("state"), clock_, Options()));
+  ExpectPutAndRemoveFsync(*store, ops_);
 }
 
 // Anywhere else kAuto keeps every fsync (the working directory of the test:
@@ -553,17 +540,11 @@ TEST_F(RecordStoreTest, SyncAlwaysFsyncsOnTmpfsToo) {
 TEST_F(RecordStoreTest, OnADiskFilesystemAutoFsyncs) {
   const std::string cwd = fs::current_path().string();
   if (OnMemoryFilesystem(cwd)) GTEST_SKIP() << cwd << " is in memory here";
-  ScratchDir disk(cwd);
-  ASSERT_FALSE(disk.path().empty());
+  TempDir disk(cwd);
   RecordStoreOptions options{.boot_id = kBoot, .file_ops = &ops_};  // Sync::kAuto
   MIGD_ASSERT_OK_AND_ASSIGN(std::unique_ptr<RecordStore> store,
-                       RecordStore::Open(disk.path() + "/state", clock_, options));
-  EXPECT_TRUE(store->syncs());
-  const int syncs = ops_.sync_calls.load();
-  ASSERT_THAT(store->Put(Committed()), IsOk());
-  EXPECT_EQ(ops_.synced_writes.load(), 1);
-  ASSERT_THAT(store->Remove(Key()), IsOk());
-  EXPECT_EQ(ops_.sync_calls.load(), syncs + 1);
+                            RecordStore::Open(disk.Join("state"), clock_, options));
+  ExpectPutAndRemoveFsync(*store, ops_);
 }
 
 TEST_F(RecordStoreTest, FailedDirectorySyncAfterUnlinkIsQueued) {

@@ -9,9 +9,19 @@
 
 namespace migd::testing {
 
-TempDir::TempDir() {
+namespace {
+
+std::string DefaultParent() {
   const char* base = std::getenv("TMPDIR");
-  std::string pattern = std::string(base && *base ? base : "/tmp") + "/migd-test-XXXXXX";
+  return base && *base ? base : "/tmp";
+}
+
+}  // namespace
+
+TempDir::TempDir() : TempDir(DefaultParent()) {}
+
+TempDir::TempDir(const std::string& parent) {
+  std::string pattern = parent + "/migd-test-XXXXXX";
   if (::mkdtemp(pattern.data()) == nullptr) {
     std::perror("mkdtemp");
     std::abort();

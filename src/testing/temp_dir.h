@@ -1,7 +1,7 @@
 // File: testing/temp_dir.h
 //
-// TempDir: a fresh directory under $TMPDIR (or /tmp), removed with its content
-// when the object dies. One per test.
+// TempDir: a fresh directory under $TMPDIR (or /tmp), or under a parent the
+// test names, removed with its content when the object dies. One per test.
 #ifndef MIGD_TESTING_TEMP_DIR_H_
 #define MIGD_TESTING_TEMP_DIR_H_
 
@@ -12,6 +12,8 @@ namespace migd::testing {
 class TempDir {
  public:
   TempDir();
+  // Under `parent` (an existing directory), e.g. /dev/shm for tmpfs.
+  explicit TempDir(const std::string& parent);
   ~TempDir();
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;

@@ -220,21 +220,24 @@ Status MigManagerService::DoAllocate(const v1::AllocateRequest& req, v1::Allocat
   std::string visible;
   for (size_t i = 0; i < alloc->instances.size(); ++i) {
     const engine::InstanceView& v = alloc->instances[i];
-    v1::AllocatedInstance* ai = resp->add_instances();
-    ToProto(v, CdiName(v.mig_uuid), ai->mutable_instance());
-    ai->set_path(have_stages && !alloc->replayed ? ToProto(alloc->stages[i])
-                                                 : v1::ALLOCATION_PATH_UNSPECIFIED);
-    visible += (visible.empty() ? "" : ",") + v.mig_uuid.value();
+    // One lookup per instance: the spec gives both the CDI name and the
+    // devices below (CdiName would look it up a second time).
+    std::optional<cdi::BuiltSpec> spec;
     if (options_.cdi != nullptr) {
-      std::optional<cdi::BuiltSpec> spec = options_.cdi->SpecOf(v.mig_uuid);
+      spec = options_.cdi->SpecOf(v.mig_uuid);
       if (!spec) {
         // The engine publishes before Allocate returns; a missing spec is a
         // broken invariant, not something the client can fix.
         return InternalError("no CDI spec published for " + v.mig_uuid.value() +
                              " after allocation " + alloc->request_id);
       }
-      specs.push_back(std::move(*spec));
     }
+    v1::AllocatedInstance* ai = resp->add_instances();
+    ToProto(v, spec && options_.cdi_enabled ? spec->qualified_name : "", ai->mutable_instance());
+    ai->set_path(have_stages && !alloc->replayed ? ToProto(alloc->stages[i])
+                                                 : v1::ALLOCATION_PATH_UNSPECIFIED);
+    visible += (visible.empty() ? "" : ",") + v.mig_uuid.value();
+    if (spec) specs.push_back(std::move(*spec));
   }
   if (options_.cdi != nullptr) {
     cdi::AllocateDevices devs = cdi::MakeAllocateDevices(specs, options_.cdi_enabled);

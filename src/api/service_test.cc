@@ -473,6 +473,23 @@ TEST_F(ServiceTest, CdiDisabledGivesOnlyTheLegacyForm) {
   EXPECT_GT(a.device_nodes_size(), 0);
 }
 
+TEST_F(ServiceTest, AllocatedInstanceWithoutAPublishedSpecIsInternal) {
+  // The service reads specs from an observer the Manager never publishes
+  // to: the instance exists but has no spec, a broken invariant (never the
+  // client's to fix), reported as INTERNAL naming the instance.
+  engine::CdiObserver unpublished(/*publisher=*/nullptr);
+  ServiceOptions sopts;
+  sopts.cdi = &unpublished;
+  Boot("a100-40gb:1", sopts);
+  v1::AllocateResponse a;
+  grpc::Status s = Allocate(AllocReq("r1", "1g.5gb"), &a);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INTERNAL);
+  EXPECT_THAT(s.error_message(), HasSubstr("no CDI spec published for MIG-"));
+  EXPECT_THAT(s.error_message(), HasSubstr("after allocation r1"));
+  server_->Shutdown(std::chrono::milliseconds(0));
+  server_.reset();
+}
+
 // Reads a Watch stream on its own thread, as a real watcher does (so that it
 // never falls 1024 events behind), checking that sequences only increase.
 class SequenceWatcher {

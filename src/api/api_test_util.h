@@ -137,9 +137,15 @@ class ProcSyncingObserver final : public engine::InstanceObserver {
 // GatedDriver, the EventHub as its listener, the service and the server.
 class ApiTest : public engine::testing::ManagerHarness {
  protected:
-  // The Manager goes before what it points to (hub, drivers, observers);
-  // TearDown has shut the server down.
-  ~ApiTest() override { mgr_.reset(); }
+  // TearDown has shut the server down. Destroying it joins its threads, an
+  // ordering TSan sees (gRPC's own shutdown wait is invisible to it against
+  // Debian's uninstrumented gRPC), so it goes first, then the service, then
+  // the Manager, before what that points to (hub, drivers, observers).
+  ~ApiTest() override {
+    server_.reset();
+    service_.reset();
+    mgr_.reset();
+  }
 
   // Boots the machine, the Manager, the service and the server.
   // `before` runs on the fresh machine before the Manager recovers (e.g. to

@@ -149,8 +149,11 @@ void MigManagerService::AddPeer(const grpc::ServerContext* ctx, Fields& f) const
 
 std::string MigManagerService::CdiName(const MigUuid& mig_uuid) const {
   if (options_.cdi == nullptr || !options_.cdi_enabled || mig_uuid.value().empty()) return "";
-  std::optional<cdi::BuiltSpec> spec = options_.cdi->SpecOf(mig_uuid);
-  return spec ? spec->qualified_name : "";
+  return CdiName(options_.cdi->SpecOf(mig_uuid));
+}
+
+std::string MigManagerService::CdiName(const std::optional<cdi::BuiltSpec>& spec) const {
+  return spec && options_.cdi_enabled ? spec->qualified_name : "";
 }
 
 Status MigManagerService::CheckGpus(const std::vector<engine::InstanceSpec>& specs) const {
@@ -221,7 +224,7 @@ Status MigManagerService::DoAllocate(const v1::AllocateRequest& req, v1::Allocat
   for (size_t i = 0; i < alloc->instances.size(); ++i) {
     const engine::InstanceView& v = alloc->instances[i];
     // One lookup per instance: the spec gives both the CDI name and the
-    // devices below (CdiName would look it up a second time).
+    // devices below.
     std::optional<cdi::BuiltSpec> spec;
     if (options_.cdi != nullptr) {
       spec = options_.cdi->SpecOf(v.mig_uuid);
@@ -233,7 +236,7 @@ Status MigManagerService::DoAllocate(const v1::AllocateRequest& req, v1::Allocat
       }
     }
     v1::AllocatedInstance* ai = resp->add_instances();
-    ToProto(v, spec && options_.cdi_enabled ? spec->qualified_name : "", ai->mutable_instance());
+    ToProto(v, CdiName(spec), ai->mutable_instance());
     ai->set_path(have_stages && !alloc->replayed ? ToProto(alloc->stages[i])
                                                  : v1::ALLOCATION_PATH_UNSPECIFIED);
     visible += (visible.empty() ? "" : ",") + v.mig_uuid.value();

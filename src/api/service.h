@@ -32,6 +32,7 @@
 
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -140,8 +141,10 @@ class MigManagerService final : public v1::MigManager::Service {
   // peer_pid/peer_uid/peer_gid/peer_comm of the caller, or peer=<gRPC's
   // peer string> when the connection did not come through ApiServer.
   void AddPeer(const grpc::ServerContext* ctx, Fields& f) const;
-  // The qualified CDI name of a published instance ("" if none / disabled).
+  // The qualified CDI name of a published instance ("" if none / disabled);
+  // the second form for a spec already looked up.
   std::string CdiName(const MigUuid& mig_uuid) const;
+  std::string CdiName(const std::optional<cdi::BuiltSpec>& spec) const;
 
   engine::Manager& manager_;
   EventHub& hub_;

@@ -486,6 +486,7 @@ TEST_F(ServiceTest, AllocatedInstanceWithoutAPublishedSpecIsInternal) {
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INTERNAL);
   EXPECT_THAT(s.error_message(), HasSubstr("no CDI spec published for MIG-"));
   EXPECT_THAT(s.error_message(), HasSubstr("after allocation r1"));
+  // Before `unpublished` goes (TearDown runs after it).
   server_->Shutdown(std::chrono::milliseconds(0));
   server_.reset();
 }

@@ -77,9 +77,12 @@ class PlannerPolicy : public Policy {
     planner_ = std::make_unique<planner::Planner>(po);
     input_ = {};
     input_.gpus.resize(ctx.gpus);
+    // One model object per GPU, equal to the table's, as migd's engine holds
+    // them (a planner that told GPUs apart by model address would show here).
+    models_.assign(static_cast<size_t>(ctx.gpus), table_->model());
     for (int g = 0; g < ctx.gpus; ++g) {
       input_.gpus[g].index = GpuIndex(static_cast<uint32_t>(g));
-      input_.gpus[g].model = &table_->model();
+      input_.gpus[g].model = &models_[static_cast<size_t>(g)];
     }
     return OkStatus();
   }
@@ -209,6 +212,7 @@ class PlannerPolicy : public Policy {
   std::unique_ptr<planner::Planner> planner_ = std::make_unique<planner::Planner>();
   planner::ManualExecutor* executor_ = nullptr;  // owned by the planner's ValueService
   planner::DemandMix mix_;
+  std::vector<mig::GpuModel> models_;  // per GPU; input_ points into it
   planner::PlanInput input_;
   const GpuTable* table_ = nullptr;
   double time_unit_ = 1;

@@ -93,6 +93,34 @@ TEST(PlannerValidationTest, CountersTrackOutcomes) {
   EXPECT_EQ(planner.counters().table_cache_misses, 2u);
 }
 
+// GPUs whose models are equal objects at different addresses (the engine
+// holds one per GPU) share one table: one precomputation, and the node term,
+// which is defined over one table, applies to them. A model with another
+// table gets its own.
+TEST(PlannerTableCacheTest, EqualModelObjectsShareOneTable) {
+  const mig::GpuModel a = Model("h100-80gb");
+  const mig::GpuModel b = Model("h100-80gb");
+  mig::GpuModel narrow = Model("h100-80gb");
+  narrow.gi_profiles[0].instance_count = 3;
+  Planner planner;
+  auto on = [](uint32_t index, const mig::GpuModel& m, std::vector<Occupant> occ = {}) {
+    return GpuLayout{GpuIndex(index), &m, std::move(occ)};
+  };
+  MIGD_ASSERT_OK_AND_ASSIGN(
+      Plan plan, planner.MakePlan(Input({on(0, a), on(1, b, {Active("1g.10gb", "0:1", "x")})},
+                                        {Any("3g.40gb")})));
+  EXPECT_EQ(planner.counters().table_cache_misses, 1u);
+  EXPECT_EQ(planner.counters().table_cache_hits, 1u);
+  MIGD_ASSERT_OK_AND_ASSIGN(
+      Plan shared, planner.MakePlan(Input({on(0, a), on(1, a, {Active("1g.10gb", "0:1", "x")})},
+                                          {Any("3g.40gb")})));
+  EXPECT_EQ(Where(plan), Where(shared));
+  EXPECT_EQ(plan.score, shared.score);
+  MIGD_ASSERT_OK(planner.MakePlan(Input({on(0, a), on(1, narrow)}, {Any("1g.10gb")})));
+  EXPECT_EQ(planner.counters().table_cache_misses, 2u);
+  EXPECT_EQ(planner.counters().table_cache_hits, 4u);
+}
+
 // A table the compact legality model cannot hold is refused, naming the GPU.
 TEST(PlannerValidationTest, RejectsTablesOutsideTheLegalityModel) {
   mig::GpuModel wide = Model("h100-80gb");
@@ -117,10 +145,10 @@ TEST(CanonicaliseTest, OrdersGpusAndOccupants) {
       Input({Gpu(3, "h100-80gb", {Active("1g.10gb", "6:1", "b"), Active("1g.10gb", "0:1", "a")}),
              Gpu(1, "h100-80gb")},
             {Any("1g.10gb"), Any("3g.40gb"), OnGpu("1g.10gb", 3)});
-  std::vector<std::unique_ptr<internal_planner::Table>> built;  // one per GPU: no cache here
+  std::vector<std::shared_ptr<const internal_planner::Table>> built;  // one per GPU: no cache here
   internal_planner::TableLookup lookup =
       [&built](const mig::GpuModel& m) -> StatusOr<const internal_planner::Table*> {
-    StatusOr<std::unique_ptr<internal_planner::Table>> t = internal_planner::BuildTable(m);
+    StatusOr<std::shared_ptr<const internal_planner::Table>> t = internal_planner::BuildTable(m);
     if (!t.ok()) return t.status();
     built.push_back(*std::move(t));
     return built.back().get();

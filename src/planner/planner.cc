@@ -148,19 +148,33 @@ void Planner::ClearCache() { tables_.clear(); }
 
 StatusOr<const Table*> Planner::TableFor(const mig::GpuModel& model) {
   auto it = tables_.find(&model);
-  if (it != tables_.end()) {
-    if (it->second->Describes(model)) {
-      ++counters_.table_cache_hits;
-      return it->second.get();
-    }
-    tables_.erase(it);
+  if (it != tables_.end() && it->second.profiles_data == model.gi_profiles.data() &&
+      it->second.profile_count == model.gi_profiles.size() &&
+      it->second.memory_slices == model.memory_slices) {
+    ++counters_.table_cache_hits;
+    return it->second.table.get();
   }
-  StatusOr<std::unique_ptr<Table>> table = internal_planner::BuildTable(model);
-  if (!table.ok()) return table.status();
-  ++counters_.table_cache_misses;
-  auto [pos, inserted] = tables_.emplace(&model, *std::move(table));
-  (void)inserted;
-  return pos->second.get();
+  // Another object with the same table (the engine has one per GPU) shares
+  // its entry, so that the node term and twins see one table.
+  std::shared_ptr<const Table> table;
+  for (const auto& entry : tables_) {
+    const CachedTable& cached = entry.second;
+    if (internal_planner::SameTable(*cached.table->model, model)) {
+      table = cached.table;
+      break;
+    }
+  }
+  if (table != nullptr) {
+    ++counters_.table_cache_hits;
+  } else {
+    MIGD_ASSIGN_OR_RETURN(table, internal_planner::BuildTable(model));
+    ++counters_.table_cache_misses;
+  }
+  const Table* out = table.get();
+  tables_[&model] =
+      CachedTable{std::move(table), model.gi_profiles.data(), model.gi_profiles.size(),
+                  model.memory_slices};
+  return out;
 }
 
 StatusOr<internal_planner::Canonical> Planner::Prepare(

@@ -273,9 +273,10 @@ class Planner {
   // instance has exactly one InstancePlan, in request order (identical
   // instances in ascending GPU/start order); on failure kInvalidArgument or
   // kResourceExhausted as listed above. Never modifies the input.
-  // REQUIRES: every model pointer stays valid and unchanged for the lifetime
-  // of this Planner (per-table data is cached by address; ClearCache() drops
-  // it, e.g. after the engine rebuilds its tables).
+  // REQUIRES: a model object is not changed in place while this Planner has
+  // it cached (per-table data is cached by address, built from a copy and
+  // shared by every model with the same table; ClearCache() drops it, e.g.
+  // after the engine rebuilds its tables).
   // With the value policy the plan also depends on the values solved so far
   // (Plan::stats.value_version names the newest table used); the same input
   // and values give the same plan.
@@ -315,7 +316,15 @@ class Planner {
       const PlanInput& input, std::vector<std::shared_ptr<const ValueTable>>& keep);
 
   PlannerOptions options_;
-  std::map<const mig::GpuModel*, std::unique_ptr<internal_planner::Table>> tables_;
+  // Per model object: its table and the object's shape when last checked
+  // (a freed model whose address another one reuses is noticed).
+  struct CachedTable {
+    std::shared_ptr<const internal_planner::Table> table;
+    const mig::GiProfile* profiles_data = nullptr;
+    size_t profile_count = 0;
+    uint32_t memory_slices = 0;
+  };
+  std::map<const mig::GpuModel*, CachedTable> tables_;
   PlannerCounters counters_;
 };
 

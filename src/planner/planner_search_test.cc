@@ -231,8 +231,12 @@ TEST_P(CrossCheckTest, PlansExactlyWhenAPlanExists) {
   std::mt19937 rng(20240601);  // fixed: the same cases on every run
   std::unique_ptr<Planner> owned = CasePlanner(GetParam(), profiles);
   Planner& planner = *owned;
+  // One model object per GPU position, as the engine holds them: equal to
+  // `m`, at other addresses.
+  const std::vector<mig::GpuModel> copies(3, m);
   int feasible = 0;
   int exhaustive = 0;
+  int node_term = 0;  // multi-GPU plans, one object per GPU, with a node term
   constexpr int kCases = 400;
   for (int iter = 0; iter < kCases; ++iter) {
     PlanInput in;
@@ -287,7 +291,16 @@ TEST_P(CrossCheckTest, PlansExactlyWhenAPlanExists) {
     for (GpuLayout& g : shuffled.gpus) std::reverse(g.occupants.begin(), g.occupants.end());
     MIGD_ASSERT_OK_AND_ASSIGN(Plan again, planner.MakePlan(shuffled));
     ASSERT_EQ(PlanToJson(again), PlanToJson(*plan));
+    // The same plan when every GPU has its own (equal) model object.
+    PlanInput own = in;
+    for (size_t g = 0; g < own.gpus.size(); ++g) own.gpus[g].model = &copies[g];
+    MIGD_ASSERT_OK_AND_ASSIGN(Plan separate, planner.MakePlan(own));
+    ASSERT_EQ(PlanToJson(separate), PlanToJson(*plan));
+    if (n_gpus > 1 && separate.score.node_loss != 0) ++node_term;
   }
+  // The node term was live on nodes of separate model objects.
+  EXPECT_GT(node_term, 0);
+  RecordProperty("node_term", node_term);
   // The generator must exercise both outcomes.
   EXPECT_GT(feasible, kCases / 10);
   EXPECT_LT(feasible, kCases);

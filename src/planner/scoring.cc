@@ -9,16 +9,28 @@
 
 namespace migd::planner::internal_planner {
 
-bool Table::Describes(const mig::GpuModel& m) const {
-  return model == &m && profiles_data == m.gi_profiles.data() &&
-         profile_count == m.gi_profiles.size() && memory_slices == m.memory_slices;
+bool SameTable(const mig::GpuModel& a, const mig::GpuModel& b) {
+  if (a.key != b.key || a.memory_slices != b.memory_slices ||
+      a.compute_slices != b.compute_slices || !(a.engine_totals == b.engine_totals) ||
+      a.gi_profiles.size() != b.gi_profiles.size()) {
+    return false;
+  }
+  for (size_t i = 0; i < a.gi_profiles.size(); ++i) {
+    const mig::GiProfile& x = a.gi_profiles[i];
+    const mig::GiProfile& y = b.gi_profiles[i];
+    if (x.name != y.name || x.instance_count != y.instance_count ||
+        x.slice_count != y.slice_count || !(x.engines == y.engines) ||
+        x.placements != y.placements) {
+      return false;
+    }
+  }
+  return true;
 }
 
-StatusOr<std::unique_ptr<Table>> BuildTable(const mig::GpuModel& m) {
-  MIGD_ASSIGN_OR_RETURN(mig::PlacementRules rules, mig::PlacementRules::Build(m));
-  auto t = std::unique_ptr<Table>(
-      new Table{&m, m.gi_profiles.data(), m.gi_profiles.size(), m.memory_slices, std::move(rules)});
-  return t;
+StatusOr<std::shared_ptr<const Table>> BuildTable(const mig::GpuModel& m) {
+  auto model = std::make_shared<const mig::GpuModel>(m);
+  MIGD_ASSIGN_OR_RETURN(mig::PlacementRules rules, mig::PlacementRules::Build(*model));
+  return std::make_shared<const Table>(Table{std::move(model), std::move(rules)});
 }
 
 namespace {

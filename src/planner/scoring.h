@@ -25,22 +25,23 @@ namespace migd::planner::internal_planner {
 // Occupancy of one GPU as far as legality is concerned.
 using View = mig::Occupancy;
 
-// The cached precomputation of one placement table.
+// The precomputation of one placement table. Every GPU whose model has the
+// same table (SameTable) shares one Table, whichever object its model is (the
+// engine holds one model object per GPU): the searches compare Table pointers
+// to find GPUs of one table (the node term, twins, one Weights per table).
 struct Table {
-  const mig::GpuModel* model = nullptr;
-  // What the cache entry was built from; checked on every hit so that a
-  // model freed and another allocated at the same address is noticed.
-  const mig::GiProfile* profiles_data = nullptr;
-  size_t profile_count = 0;
-  uint32_t memory_slices = 0;
-  mig::PlacementRules rules;  // slots() are the scored pairs
-
-  // Whether this entry still describes `m` (same address, same table).
-  bool Describes(const mig::GpuModel& m) const;
+  std::shared_ptr<const mig::GpuModel> model;  // a copy: rules point into it
+  mig::PlacementRules rules;                   // slots() are the scored pairs
 };
 
-// kInvalidArgument if `m` cannot be planned on (see mig::PlacementRules).
-StatusOr<std::unique_ptr<Table>> BuildTable(const mig::GpuModel& m);
+// Whether `a` and `b` describe the same placement table: key, slices, engine
+// totals and every profile's name, instance cap, slices, engines and
+// placements (the facts a Table and a ValueTable are built from).
+bool SameTable(const mig::GpuModel& a, const mig::GpuModel& b);
+
+// A Table built from a copy of `m`; kInvalidArgument if `m` cannot be planned
+// on (see mig::PlacementRules).
+StatusOr<std::shared_ptr<const Table>> BuildTable(const mig::GpuModel& m);
 
 // Pair weights of one table for one call.
 struct Weights {

@@ -44,8 +44,11 @@ bool PinnedState(const ValueTable& t, const Gpu& g, int* state, std::vector<int1
 bool AttachValues(ValueService& service, Canonical& canon,
                   std::vector<std::shared_ptr<const ValueTable>>& keep) {
   const size_t n = canon.gpus.size();
+  // Keyed by the table's own copy of the model: GPUs of one table (one model
+  // object each in the engine) share one lookup and the service's fast path.
+  auto model_of = [&canon](size_t g) { return canon.gpus[g].table->model.get(); };
   std::map<const mig::GpuModel*, uint32_t> needed;  // per model, over its GPUs
-  for (size_t g = 0; g < n; ++g) needed[canon.gpus[g].model] |= NeededProfiles(canon, g);
+  for (size_t g = 0; g < n; ++g) needed[model_of(g)] |= NeededProfiles(canon, g);
   std::map<const mig::GpuModel*, std::shared_ptr<const ValueTable>> tables;
   for (const auto& [model, mask] : needed) {
     std::shared_ptr<const ValueTable> t = service.Values(*model, mask);
@@ -55,7 +58,7 @@ bool AttachValues(ValueService& service, Canonical& canon,
   std::vector<int> states(n, -1);
   std::vector<std::vector<int16_t>> slots(n);
   for (size_t g = 0; g < n; ++g) {
-    if (!PinnedState(*tables[canon.gpus[g].model], canon.gpus[g], &states[g], &slots[g])) {
+    if (!PinnedState(*tables[model_of(g)], canon.gpus[g], &states[g], &slots[g])) {
       return false;
     }
   }
@@ -63,7 +66,7 @@ bool AttachValues(ValueService& service, Canonical& canon,
   for (size_t g = 0; g < n; ++g) {
     Gpu& gpu = canon.gpus[g];
     gpu.value_leads = leads;
-    gpu.values = tables[gpu.model].get();
+    gpu.values = tables[model_of(g)].get();
     gpu.value_state = states[g];
     gpu.occ_slots = std::move(slots[g]);
   }

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "planner/planner.h"
+#include "planner/scoring.h"
 
 namespace migd::planner {
 namespace {
@@ -14,25 +15,6 @@ namespace {
 // from the clamped estimate too, or a node whose load stays below the floor
 // would read a drift of 0.25 at every arrival and never stop solving.
 constexpr double kMinSolveLoad = 0.05;
-
-// The facts a value table depends on.
-bool SameTable(const mig::GpuModel& a, const mig::GpuModel& b) {
-  if (a.key != b.key || a.memory_slices != b.memory_slices ||
-      a.compute_slices != b.compute_slices || !(a.engine_totals == b.engine_totals) ||
-      a.gi_profiles.size() != b.gi_profiles.size()) {
-    return false;
-  }
-  for (size_t i = 0; i < a.gi_profiles.size(); ++i) {
-    const mig::GiProfile& x = a.gi_profiles[i];
-    const mig::GiProfile& y = b.gi_profiles[i];
-    if (x.name != y.name || x.instance_count != y.instance_count ||
-        x.slice_count != y.slice_count || !(x.engines == y.engines) ||
-        x.placements != y.placements) {
-      return false;
-    }
-  }
-  return true;
-}
 
 // Total variation distance of two normalised mixes.
 double TotalVariation(const DemandWeights& a, const DemandWeights& b) {
@@ -192,7 +174,7 @@ ValueService::Entry& ValueService::EntryLocked(const mig::GpuModel& model) {
       e.seen_count == model.gi_profiles.size()) {
     return e;
   }
-  if (e.model == nullptr || !SameTable(*e.model, model)) {
+  if (e.model == nullptr || !internal_planner::SameTable(*e.model, model)) {
     // New model, or the same key now describes another table: forget the
     // old values (an in-flight solve for the old copy is dropped on publish).
     e = Entry{};

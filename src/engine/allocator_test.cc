@@ -272,6 +272,20 @@ TEST_F(AllocatorTest, PlanIsADryRun) {
   EXPECT_TRUE(mgr_->DemandWeights().empty());
 }
 
+// The engine holds one model object per GPU; the planner still sees one
+// table on a node of identical GPUs, so its node term applies: with GPU 0
+// full, a 1g on GPU 1 takes the node's last place for the 7g already asked
+// for, and the plan says so.
+TEST_F(AllocatorTest, NodeTermAppliesAcrossGpusOfOneModel) {
+  Machine("a100-40gb:2");
+  Start();
+  ENGINE_ASSERT_OK(mgr_->Allocate(OpaqueReq("big", {Spec("7g.40gb", 0)})).status());
+  MIGD_ASSERT_OK_AND_ASSIGN(planner::Plan p, mgr_->Plan({Spec("1g.5gb")}));
+  ASSERT_EQ(p.instances.size(), 1u);
+  EXPECT_EQ(p.instances[0].gpu, GpuIndex(1));
+  EXPECT_GT(p.score.node_loss, 0);
+}
+
 TEST_F(AllocatorTest, DemandMixIsLearnedWithDecay) {
   Machine("a100-40gb:1");
   opts_.demand_half_life_seconds = 60;

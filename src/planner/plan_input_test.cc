@@ -121,6 +121,19 @@ TEST(PlannerTableCacheTest, EqualModelObjectsShareOneTable) {
   EXPECT_EQ(planner.counters().table_cache_hits, 4u);
 }
 
+// A model of another GPU type at a cached address (a freed model's address,
+// profile storage and slice count reused) is not served the stale table.
+TEST(PlannerTableCacheTest, AnotherModelAtACachedAddressGetsItsOwnTable) {
+  mig::GpuModel m = Model("h100-80gb");
+  Planner planner;
+  const GpuLayout g{GpuIndex(0), &m, {}};
+  MIGD_ASSERT_OK(planner.MakePlan(Input({g}, {Any("1g.10gb")})));
+  m.key = "h100-80gb-other";  // the same object now stands for another type
+  MIGD_ASSERT_OK(planner.MakePlan(Input({g}, {Any("1g.10gb")})));
+  EXPECT_EQ(planner.counters().table_cache_misses, 2u);
+  EXPECT_EQ(planner.counters().table_cache_hits, 0u);
+}
+
 // A table the compact legality model cannot hold is refused, naming the GPU.
 TEST(PlannerValidationTest, RejectsTablesOutsideTheLegalityModel) {
   mig::GpuModel wide = Model("h100-80gb");

@@ -147,10 +147,13 @@ Planner::~Planner() = default;
 void Planner::ClearCache() { tables_.clear(); }
 
 StatusOr<const Table*> Planner::TableFor(const mig::GpuModel& model) {
+  // The key is compared too: a freed model's address, profile storage and
+  // slice count may all be reused by a model of another GPU type.
   auto it = tables_.find(&model);
   if (it != tables_.end() && it->second.profiles_data == model.gi_profiles.data() &&
       it->second.profile_count == model.gi_profiles.size() &&
-      it->second.memory_slices == model.memory_slices) {
+      it->second.memory_slices == model.memory_slices &&
+      it->second.table->model->key == model.key) {
     ++counters_.table_cache_hits;
     return it->second.table.get();
   }

@@ -7,7 +7,7 @@
 #include <unordered_map>
 #include <utility>
 
-#include "bench/placement/bounds.h"
+#include "bench/latency/repack.h"
 #include "mig/catalog.h"
 
 namespace migd::bench::latency {
@@ -55,7 +55,7 @@ StatusOr<BoundProblem> MakeBoundProblem(const GpuTable& table, const Workload& w
 
 namespace {
 
-using Vec = std::array<int, kMaxProfiles>;
+using Vec = ClassCounts;
 
 struct CountState {
   Vec idle{};
@@ -90,56 +90,16 @@ std::vector<CountState> PruneCounts(std::vector<CountState> v, int n) {
   return out;
 }
 
-class Relaxed {
- public:
-  explicit Relaxed(const BoundProblem& bp)
-      : bp_(bp), n_(bp.table->num_profiles()), packer_(*bp.table) {}
-
-  bool Fits(const Vec& active, const Vec& idle) {
-    std::vector<int> c(static_cast<size_t>(n_));
-    for (int p = 0; p < n_; ++p) c[p] = active[p] + idle[p];
-    return packer_.Fits(c, bp_.gpus);
-  }
-
-  // Every maximal J <= idle with Fits(active, J), appended to `out` (with
-  // `cost`). Fits is downward closed, so a prefix that does not fit with
-  // zeros after it has no fitting completion.
-  void MaximalSubsets(const Vec& active, const Vec& idle, uint64_t cost,
-                      std::vector<CountState>& out) {
-    Vec j{};
-    Dfs(active, idle, 0, j, cost, out);
-  }
-
- private:
-  void Dfs(const Vec& active, const Vec& idle, int q, Vec& j, uint64_t cost,
-           std::vector<CountState>& out) {
-    if (q == n_) {
-      out.push_back({j, cost});
-      return;
-    }
-    for (int v = idle[q]; v >= 0; --v) {
-      j[q] = v;
-      if (!Fits(active, j)) continue;
-      Dfs(active, idle, q + 1, j, cost, out);
-      if (q == n_ - 1) break;  // smaller values at the last class are dominated
-    }
-    j[q] = 0;
-  }
-
-  const BoundProblem& bp_;
-  const int n_;
-  MultisetPacker packer_;
-};
-
 }  // namespace
 
 StatusOr<RelaxedResult> RelaxedLowerBound(const BoundProblem& bp) {
   const int n = bp.table->num_profiles();
-  Relaxed relaxed(bp);
+  RepackedNode relaxed(*bp.table, bp.gpus);
   RelaxedResult res;
   std::unordered_map<int64_t, std::vector<int>> live;
   Vec active{}, peak{};
   std::vector<CountState> frontier(1);
+  std::vector<Vec> subsets;
   for (const BoundEvent& e : bp.events) {
     if (!e.allocate) {
       auto it = live.find(e.id);
@@ -164,7 +124,9 @@ StatusOr<RelaxedResult> RelaxedLowerBound(const BoundProblem& bp) {
         if (relaxed.Fits(after, s.idle)) {
           next.push_back({s.idle, s.cost + 1});
         } else {
-          relaxed.MaximalSubsets(after, s.idle, s.cost + 1, next);
+          subsets.clear();
+          relaxed.MaximalIdleSubsets(after, s.idle, subsets);
+          for (const Vec& j : subsets) next.push_back({j, s.cost + 1});
         }
       }
       frontier = PruneCounts(std::move(next), n);

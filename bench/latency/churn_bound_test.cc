@@ -11,19 +11,10 @@
 #include <map>
 #include <random>
 
-#include "mig/catalog.h"
+#include "bench/latency/bound_test_util.h"
 
 namespace migd::bench::latency {
 namespace {
-
-const GpuTable& H100() {
-  static const GpuTable* table = [] {
-    const mig::GpuModel* m = mig::Catalog::Default().FindModel("h100-80gb");
-    auto t = GpuTable::Build(*m, false);
-    return new GpuTable(std::move(*t));
-  }();
-  return *table;
-}
 
 // Builds a workload from "+id:profile[,profile]" and "-id" tokens.
 Workload Seq(int gpus, const std::vector<std::string>& tokens) {

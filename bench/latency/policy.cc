@@ -59,12 +59,18 @@ Workload ChurnWorkload(const ChurnSpec& spec) {
   Rng arrivals(spec.seed, 1), profiles(spec.seed, 2), lifetimes(spec.seed, 3);
   const std::vector<std::string> names = {"1g.10gb", "2g.20gb", "3g.40gb"};
   const std::vector<double> weights = {6, 3, 1};
+  constexpr double kRate = 0.7, kMeanLife = 5.0;  // per second; seconds
+  if (!spec.bursts) {
+    for (size_t i = 0; i < names.size(); ++i) {
+      w.markov_load[names[i]] = kRate * kMeanLife * weights[i] / 10.0;
+    }
+  }
   std::vector<Event> ev;
   int64_t id = 0;
   double t = 0;
   double next_burst = spec.bursts ? 60 : 1e300;
   while (id < spec.allocations) {
-    t += arrivals.Exponential(1.0 / 0.7);
+    t += arrivals.Exponential(1.0 / kRate);
     while (next_burst <= t && id < spec.allocations) {
       for (int i = 0; i < 6 && id < spec.allocations; ++i) {
         AddPod(ev, id++, next_burst + 0.15 * i, 20, {"1g.10gb"});
@@ -72,7 +78,7 @@ Workload ChurnWorkload(const ChurnSpec& spec) {
       next_burst += 60;
     }
     if (id >= spec.allocations) break;
-    AddPod(ev, id++, t, lifetimes.Exponential(5.0), {names[profiles.Pick(weights)]});
+    AddPod(ev, id++, t, lifetimes.Exponential(kMeanLife), {names[profiles.Pick(weights)]});
   }
   w.ops = ToOps(std::move(ev));
   return w;

@@ -56,6 +56,10 @@ struct Workload {
   std::string gpus;                           // MIGD_SIM_GPUS
   std::vector<Op> ops;                        // in time order
   std::map<std::string, uint32_t> warm_pool;  // for lazy+warm
+  // Offered concurrency per profile (arrival rate × mean lifetime) when the
+  // workload is Markovian: one instance per request, Poisson arrivals per
+  // profile, exponential lifetimes (online_bound.h). Empty otherwise.
+  std::map<std::string, double> markov_load;
 };
 
 struct ChurnSpec {

@@ -10,6 +10,7 @@
 
 #include "base/status_macros.h"
 #include "bench/latency/churn_bound.h"
+#include "bench/latency/online_bound.h"
 #include "bench/latency/policy.h"
 #include "bench/latency/scenarios.h"
 #include "mig/catalog.h"
@@ -67,6 +68,9 @@ void SpeedupTable(std::ostream& md, const std::vector<OpResult>& rows,
   }
   md << "\n";
 }
+
+// Refusal prices (in creates) the online bound maximises over.
+constexpr double kOnlinePrices[] = {0.25, 0.5, 1, 2, 4, 8, 16, 64};
 
 double Per1000(uint64_t n, uint64_t allocs) {
   return allocs == 0 ? 0 : 1000.0 * static_cast<double>(n) / static_cast<double>(allocs);
@@ -166,6 +170,44 @@ Status BoundRow(const BenchConfig& cfg, const WorkloadRun& run, std::ostream& md
      << ratio(Policy::kLazy, dor == nullptr ? 0 : dor->CreatesPer1000()) << " | "
      << per1000(Policy::kLazyWarm) << " | " << ratio(Policy::kLazyWarm, lb1000) << " | "
      << fmt::format("{} / {} states, {:.1f} s", lb.max_states, pos.max_states, secs) << " |\n";
+  return OkStatus();
+}
+
+// The online bound row of a Markovian workload (online_bound.h): the fewest
+// creates per 1,000 served allocations that a policy knowing the demand, not
+// the future, can expect while refusing as many requests as lazy did.
+Status OnlineRow(const WorkloadRun& run, std::ostream& md) {
+  const Workload& w = run.workload;
+  const PolicyResult* lazy = Find(run, Policy::kLazy);
+  if (w.markov_load.empty() || lazy == nullptr) return OkStatus();
+  const mig::GpuModel* h100 = mig::Catalog::Default().FindModel("h100-80gb");
+  if (h100 == nullptr) return InternalError("h100-80gb missing from the catalogue");
+  MIGD_ASSIGN_OR_RETURN(GpuTable table, GpuTable::Build(*h100, false));
+  std::vector<double> load(static_cast<size_t>(table.num_profiles()), 0.0);
+  for (const auto& [name, l] : w.markov_load) {
+    const mig::GiProfile* gi = table.model().FindProfileByName(name);
+    const int c = gi == nullptr ? -1 : table.FindProfile(ProfileClassKey(*gi));
+    if (c < 0) return InvalidArgumentError("online bound: no class for profile " + name);
+    load[static_cast<size_t>(c)] = l;
+  }
+  const int gpus = std::atoi(w.gpus.c_str() + w.gpus.find(':') + 1);
+  Stopwatch sw;
+  MIGD_ASSIGN_OR_RETURN(OnlineModel model, OnlineModel::Build(table, gpus, load));
+  const uint64_t requests = lazy->allocations + lazy->failures;
+  const double r = requests == 0 ? 0 : double(lazy->failures) / double(requests);
+  MIGD_ASSIGN_OR_RETURN(CreatesBound b, model.CreatesLowerBound(
+                                           r, {std::begin(kOnlinePrices), std::end(kOnlinePrices)}, {}));
+  const double served = 1000.0 / (1.0 - r);  // per 1,000 served allocations
+  const double lb = b.creates * served;
+  md << "| " << w.name << " | " << fmt::format("{:.4f}", r) << " | "
+     << fmt::format("{:.1f}", lb) << " | " << fmt::format("{:g}", b.price) << " | "
+     << fmt::format("{:.1f} / {:.4f}", b.at.creates * 1000 / (1 - b.at.refusals),
+                    b.at.refusals)
+     << " | " << fmt::format("{:.0f}", lazy->CreatesPer1000()) << " | "
+     << fmt::format("{:.3f}", lb > 0 ? lazy->CreatesPer1000() / lb : 0) << " | "
+     << model.num_states() << " states, " << b.at.sweeps << " sweeps"
+     << (b.at.converged ? "" : " (not converged)") << ", "
+     << fmt::format("{:.1f} s", sw.Ms() / 1000) << " |\n";
   return OkStatus();
 }
 
@@ -271,6 +313,12 @@ Status WritePoliciesSection(const BenchConfig& cfg, std::ostream& md) {
         "destroy-on-release | lazy+warm | lazy+warm / LB | bound states (LB / positional), time "
         "|\n|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const WorkloadRun& w : runs) MIGD_RETURN_IF_ERROR(BoundRow(cfg, w, md));
+  md << "\n### GI creates against the online bound (Markovian workloads; per 1,000 served "
+        "allocations)\n\n"
+     << "| workload | lazy's refused fraction r | online bound at r | refusal price | "
+        "relaxed optimal policy at that price: creates / refused fraction | migd (lazy) | "
+        "lazy / online bound | model |\n|---|---|---|---|---|---|---|---|\n";
+  for (const WorkloadRun& w : runs) MIGD_RETURN_IF_ERROR(OnlineRow(w, md));
   md << "\n";
   WriteDat(cfg, runs);
   return OkStatus();

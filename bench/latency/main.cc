@@ -48,9 +48,9 @@ int main(int argc, char** argv) {
   app.add_option("--planner", planner_policy,
                  "policies section: migd's planner.policy (value, the daemon's default, or cost)")
       ->check(CLI::IsMember({"value", "cost"}));
-  std::string reuse_margin = "0";  // planner.reuseMargin's default
+  std::string reuse_margin = "auto";  // planner.reuseMargin's default
   app.add_option("--reuse-margin", reuse_margin,
-                 "migd's planner.reuseMargin: off or a number (value policy only)")
+                 "migd's planner.reuseMargin: auto, off or a number (value policy only)")
       ->capture_default_str();
   app.add_option("--log-level", log_level, "migd log level (info: as the daemon logs)");
   CLI11_PARSE(app, argc, argv);
@@ -74,12 +74,14 @@ int main(int argc, char** argv) {
   }
   cfg.base.store_sync = !no_fsync;
   cfg.base.value_policy = planner_policy == "value";
-  migd::StatusOr<std::optional<double>> margin = migd::planner::ParseReuseMargin(reuse_margin);
+  migd::StatusOr<migd::planner::ReuseMargins> margin =
+      migd::planner::ParseReuseMargin(reuse_margin);
   if (!margin.ok()) {
     std::cerr << "latency_bench: " << margin.status() << "\n";
     return 2;
   }
-  cfg.base.manager.reuse_margin = *margin;
+  cfg.base.manager.reuse_margin = margin->one_gpu;
+  cfg.base.manager.reuse_margin_several_gpus = margin->several_gpus;
   auto has = [&](const char* s) {
     return std::find(sections.begin(), sections.end(), s) != sections.end();
   };

@@ -94,7 +94,7 @@ class OnlineModel {
     ClassCounts active{};
     ClassCounts idle{};
     int total_active = 0;
-    std::vector<uint32_t> departure;  // per demand class k (a_k > 0), else unused
+    std::vector<uint32_t> departure;           // per demand class k (a_k > 0), else unused
     std::vector<std::vector<Option>> arrival;  // per demand class k
   };
 
@@ -106,7 +106,7 @@ class OnlineModel {
   // Stationary creates and refusals per request under `choice`.
   void Evaluate(const std::vector<int>& choice, double* creates, double* refusals) const;
 
-  std::vector<int> cls_;     // demand class k -> table class
+  std::vector<int> cls_;      // demand class k -> table class
   std::vector<double> rate_;  // per demand class
   double total_rate_ = 0;
   double nu_ = 0;  // uniformisation rate

@@ -55,8 +55,14 @@ TEST(OnlineBoundTest, OneSevenGSlotRefusesAsErlangBAndNeverRecreates) {
 struct Tiny {
   static constexpr int kStates = 8;
   static constexpr std::array<std::array<int, 4>, kStates> kState = {{
-      {0, 0, 0, 0}, {1, 0, 0, 0}, {0, 1, 0, 0}, {0, 0, 1, 0},
-      {0, 0, 0, 1}, {0, 0, 2, 0}, {0, 0, 1, 1}, {0, 0, 0, 2},
+      {0, 0, 0, 0},
+      {1, 0, 0, 0},
+      {0, 1, 0, 0},
+      {0, 0, 1, 0},
+      {0, 0, 0, 1},
+      {0, 0, 2, 0},
+      {0, 0, 1, 1},
+      {0, 0, 0, 2},
   }};
   struct Opt {
     int next;
@@ -65,17 +71,28 @@ struct Tiny {
   // Options per (state, class 0 = 7g / 1 = 3g), refusal aside.
   static std::vector<Opt> Options(int s, int c) {
     switch (s * 2 + c) {
-      case 0: return {{1, true}};                       // empty, 7g
-      case 1: return {{3, true}};                       // empty, 3g
-      case 4: return {{1, false}, {1, true}};           // Idle 7g: reuse or re-create
-      case 5: return {{3, true}};                       // Idle 7g, 3g: destroy it, create
-      case 7: return {{5, true}};                       // one Active 3g, 3g
-      case 8: return {{1, true}};                       // Idle 3g, 7g: destroy it
-      case 9: return {{3, false}, {6, true}};           // Idle 3g, 3g: reuse or create beside
-      case 13: return {{5, false}, {5, true}};          // Active + Idle 3g, 3g
-      case 14: return {{1, true}};                      // two Idle 3g, 7g: destroy both
-      case 15: return {{6, false}, {6, true}};          // two Idle 3g, 3g
-      default: return {};                               // full: refuse only
+      case 0:
+        return {{1, true}};  // empty, 7g
+      case 1:
+        return {{3, true}};  // empty, 3g
+      case 4:
+        return {{1, false}, {1, true}};  // Idle 7g: reuse or re-create
+      case 5:
+        return {{3, true}};  // Idle 7g, 3g: destroy it, create
+      case 7:
+        return {{5, true}};  // one Active 3g, 3g
+      case 8:
+        return {{1, true}};  // Idle 3g, 7g: destroy it
+      case 9:
+        return {{3, false}, {6, true}};  // Idle 3g, 3g: reuse or create beside
+      case 13:
+        return {{5, false}, {5, true}};  // Active + Idle 3g, 3g
+      case 14:
+        return {{1, true}};  // two Idle 3g, 7g: destroy both
+      case 15:
+        return {{6, false}, {6, true}};  // two Idle 3g, 3g
+      default:
+        return {};  // full: refuse only
     }
   }
   static int Departure(int s, int c) {  // -1: nothing of that class Active
@@ -106,7 +123,7 @@ Matrix Multiply(const Matrix& a, const Matrix& b) {
 double ExhaustiveBest(double load7, double load3, double price) {
   const double lambda[2] = {load7, load3};
   const double total = load7 + load3;
-  const double nu = total + 3;  // at most two Active instances
+  const double nu = total + 3;             // at most two Active instances
   std::vector<std::pair<int, int>> slots;  // (state, class) with a choice
   std::vector<int> sizes;
   for (int s = 0; s < Tiny::kStates; ++s)
@@ -267,16 +284,13 @@ TEST(OnlineBoundTest, RefusesBadInput) {
   const std::vector<double> ok = Load({{"1g", 1.0}});
   EXPECT_EQ(OnlineModel::Build(H100(), 0, ok).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(OnlineModel::Build(H100(), 9, ok).status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(OnlineModel::Build(H100(), 1, {1.0}).status().code(),
-            StatusCode::kInvalidArgument);
+  EXPECT_EQ(OnlineModel::Build(H100(), 1, {1.0}).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(OnlineModel::Build(H100(), 1, Load({{"1g", -1.0}})).status().code(),
             StatusCode::kInvalidArgument);
   EXPECT_EQ(OnlineModel::Build(H100(), 1, Load({{"1g", std::nan("")}})).status().code(),
             StatusCode::kInvalidArgument);
-  EXPECT_EQ(OnlineModel::Build(H100(), 1, Load({})).status().code(),
-            StatusCode::kInvalidArgument);
-  EXPECT_EQ(OnlineModel::Build(H100(), 2, ok, 10).status().code(),
-            StatusCode::kResourceExhausted);
+  EXPECT_EQ(OnlineModel::Build(H100(), 1, Load({})).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(OnlineModel::Build(H100(), 2, ok, 10).status().code(), StatusCode::kResourceExhausted);
   auto m = OnlineModel::Build(H100(), 1, ok);
   ASSERT_TRUE(m.ok());
   OnlineSolveOptions o;

@@ -35,7 +35,7 @@ struct Args {
   std::string trace_arrivals = "poisson";
   std::string trace_multi = "gang";
   std::string trace, script, out_json;
-  std::string reuse_margin = "0";  // planner.reuseMargin's default
+  std::string reuse_margin = "auto";  // planner.reuseMargin's default
   bool quiet = false;
 };
 
@@ -89,8 +89,8 @@ void AddRunOptions(CLI::App& app, MatrixSpec& spec, Args& a) {
                  "migd adapter: DemandMix half-life in mean lifetimes (0 = no decay)")
       ->capture_default_str();
   app.add_option("--reuse-margin", a.reuse_margin,
-                 "migd adapter: planner.reuseMargin, off or the value a reuse may give up "
-                 "against the best create")
+                 "migd adapter: planner.reuseMargin, auto, off or the value a reuse may give "
+                 "up against the best create")
       ->capture_default_str();
   app.add_option("--latency-repeats", spec.planner.latency_repeats,
                  "migd adapter: time each MakePlan call this many times, keep the fastest")

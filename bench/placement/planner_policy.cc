@@ -64,7 +64,8 @@ class PlannerPolicy : public Policy {
     // reproducible and no decision waits for one, as with migd's background
     // thread.
     planner::PlannerOptions po;
-    po.reuse_margin = options_.reuse_margin;
+    po.reuse_margin = options_.reuse_margin.one_gpu;
+    po.reuse_margin_several_gpus = options_.reuse_margin.several_gpus;
     executor_ = nullptr;
     if (options_.value_policy) {
       auto executor = std::make_unique<planner::ManualExecutor>();

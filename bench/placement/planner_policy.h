@@ -26,6 +26,7 @@
 #include <string>
 
 #include "bench/placement/sim.h"
+#include "planner/planner.h"
 #include "planner/value_table.h"
 
 namespace migd::bench {
@@ -41,8 +42,9 @@ struct PlannerPolicyOptions {
   // instead of breaking the cost order's ties.
   bool separable = false;
   double half_life = 10.0;  // DemandMix half-life in mean lifetimes (0: no decay)
-  // planner::PlannerOptions::reuse_margin (planner.reuseMargin); none: off.
-  std::optional<double> reuse_margin;
+  // planner.reuseMargin, as planner::PlannerOptions::reuse_margin and
+  // reuse_margin_several_gpus (the default: "auto"; {} is off).
+  planner::ReuseMargins reuse_margin{0.0, planner::kAutoReuseMarginSeveralGpus};
   // Time every MakePlan call this many times and keep the fastest (filters
   // preemption on a busy machine; the planner is pure, so repeats return the
   // same plan). 1 = time the single real call.

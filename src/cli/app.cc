@@ -208,8 +208,8 @@ void CommandLine::AddPlan() {
   plan_cmd_->add_option("--load", offline_plan_.load,
                         "Offline, value policy: offered load per GPU the values assume (0.9)");
   plan_cmd_->add_option("--reuse-margin", offline_plan_.reuse_margin,
-                        "Offline, value policy: off or the value an Idle instance may give up "
-                        "against the best create, as planner.reuseMargin");
+                        "Offline, value policy: auto, off or the value an Idle instance may give "
+                        "up against the best create, as planner.reuseMargin");
   plan_cmd_->add_option("instances", plan_items_, "Instances, as for allocate");
 }
 

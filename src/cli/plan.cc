@@ -130,7 +130,7 @@ StatusOr<std::unique_ptr<planner::Planner>> MakePlanner(const PlanOptions& optio
   }
   StatusOr<planner::Objective> objective = planner::ParseObjective(options.objective);
   if (!objective.ok()) return objective.status().WithContext("--objective");
-  StatusOr<std::optional<double>> margin = planner::ParseReuseMargin(options.reuse_margin);
+  StatusOr<planner::ReuseMargins> margin = planner::ParseReuseMargin(options.reuse_margin);
   if (!margin.ok()) return margin.status().WithContext("--reuse-margin");
   if (options.policy != "value" || input.demand.empty()) {
     return std::make_unique<planner::Planner>();
@@ -145,7 +145,9 @@ StatusOr<std::unique_ptr<planner::Planner>> MakePlanner(const PlanOptions& optio
   values->Prime(input.demand, options.load, models);
   solve->RunPending();
   return std::make_unique<planner::Planner>(
-      planner::PlannerOptions{.values = values, .reuse_margin = *margin});
+      planner::PlannerOptions{.values = values,
+                              .reuse_margin = margin->one_gpu,
+                              .reuse_margin_several_gpus = margin->several_gpus});
 }
 
 std::string ValueText(int64_t value_loss) {

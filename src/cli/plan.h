@@ -30,13 +30,13 @@
 namespace migd::cli {
 
 struct PlanOptions {
-  std::string layout_file;          // required
-  std::string request;              // overrides the file's "request" when not empty
-  std::string output = "table";     // table | json
-  std::string policy = "value";     // value | cost (as planner.policy)
-  std::string objective = "count";  // count | slices (value policy)
-  double load = 0.9;                // offered load per GPU the values assume
-  std::string reuse_margin = "0";   // off | a number (as planner.reuseMargin; its default)
+  std::string layout_file;            // required
+  std::string request;                // overrides the file's "request" when not empty
+  std::string output = "table";       // table | json
+  std::string policy = "value";       // value | cost (as planner.policy)
+  std::string objective = "count";    // count | slices (value policy)
+  double load = 0.9;                  // offered load per GPU the values assume
+  std::string reuse_margin = "auto";  // auto | off | a number (as planner.reuseMargin; its default)
 };
 
 int RunPlan(const PlanOptions& options, std::ostream& out, std::ostream& err);

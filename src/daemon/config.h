@@ -81,7 +81,7 @@ struct PlannerConfig {
   std::string multi_gpu;           // planner.multiGpu: "tie-break" or "separable"
   std::string half_life_arrivals;  // planner.halfLifeArrivals: a number in 1..1e9 (validated)
   std::string min_arrivals;        // planner.minArrivals: a whole number in 1..1000000
-  std::string reuse_margin;        // planner.reuseMargin: "off" or a number in 0..1000 (validated)
+  std::string reuse_margin;        // planner.reuseMargin: "auto", "off" or 0..1000 (validated)
   friend bool operator==(const PlannerConfig&, const PlannerConfig&) = default;
 };
 

@@ -236,18 +236,20 @@ constexpr KeySpec kSchema[] = {
             "estimate."},
     {.path = "planner.reuseMargin",
      .type = KeyType::kString,
-     .default_value = "0",
+     .default_value = "auto",
      .field = [](Config& c) -> FieldRef { return &c.planner.reuse_margin; },
      .check = CheckReuseMargin,
-     .type_doc = "`off` or a number, `0`..`1000`",
+     .type_doc = "`auto`, `off` or a number, `0`..`1000`",
      .doc = "Under `planner.policy: value`, once values are solved: whether a free or "
             "reclaiming create may displace an Idle instance that fits. A number: only when the "
             "create keeps more profiles placeable on the node, or gives up more than this much "
             "less value (in `planner.objective` units: expected future accepted requests, or "
             "slices); the cost order's other terms do not count against a reuse. `0` keeps an "
             "Idle instance unless the create gives up less value; larger margins create less "
-            "and may accept less (docs/planner.md, \"Reuse margin\"). `off`: the cost order "
-            "decides, as before this key existed."},
+            "and may accept less (docs/planner.md, \"Reuse margin\"). `auto`: `0` on a "
+            "one-GPU node, where the values are exact, and `0.1` on a node of several GPUs, "
+            "where that margin gave up no measured acceptance and a third of the creates. "
+            "`off`: the cost order decides, as before this key existed."},
     {.path = "adoptExistingMIGInstances",
      .type = KeyType::kBool,
      .default_value = "false",

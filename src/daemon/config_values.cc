@@ -256,13 +256,14 @@ StatusOr<int64_t> ParseMinArrivals(std::string_view value) {
                               "1000000, e.g. 50)");
 }
 
-StatusOr<std::optional<double>> ParseReuseMargin(std::string_view value) {
-  if (value == "off") return std::optional<double>();
+StatusOr<ReuseMarginSetting> ParseReuseMargin(std::string_view value) {
+  if (value == "auto") return ReuseMarginSetting{.automatic = true, .margin = std::nullopt};
+  if (value == "off") return ReuseMarginSetting{};
   // planner::kMaxReuseMargin (planner_wiring.cc asserts they agree).
   StatusOr<double> v =
-      ParseNumberIn(value, 0, 1000, "a reuse margin (use off or a number from 0 to 1000)");
+      ParseNumberIn(value, 0, 1000, "a reuse margin (use auto, off or a number from 0 to 1000)");
   if (!v.ok()) return v.status();
-  return std::optional<double>(*v);
+  return ReuseMarginSetting{.automatic = false, .margin = *v};
 }
 
 Status CheckDriftThreshold(std::string_view value) { return ParseDriftThreshold(value).status(); }

@@ -46,8 +46,13 @@ std::optional<std::string> Nearest(std::string_view word,
 StatusOr<double> ParseDriftThreshold(std::string_view value);    // finite, 0.01..1
 StatusOr<double> ParseHalfLifeArrivals(std::string_view value);  // finite, 1..1e9
 StatusOr<int64_t> ParseMinArrivals(std::string_view value);      // whole, 1..1000000
-// "off" (nullopt) or a number, 0..1000.
-StatusOr<std::optional<double>> ParseReuseMargin(std::string_view value);
+// planner.reuseMargin: "auto" (the planner's default margins, resolved by
+// planner_wiring.h), "off" (no margin) or a number, 0..1000.
+struct ReuseMarginSetting {
+  bool automatic = false;
+  std::optional<double> margin;  // unless automatic; none: off
+};
+StatusOr<ReuseMarginSetting> ParseReuseMargin(std::string_view value);
 
 // Checks of single values, named by the schema.
 Status CheckAbsolutePath(std::string_view value);             // starts with '/'

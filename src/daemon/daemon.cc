@@ -328,9 +328,10 @@ MaybeFailure Daemon::SetUpEngine() {
       std::chrono::duration_cast<Clock::Duration>(config_.lifecycle.reconcile_interval);
   opts.listener = &fanout_;
   opts.values = values_;
-  StatusOr<std::optional<double>> margin = ReuseMarginOf(config_.planner);
+  StatusOr<planner::ReuseMargins> margin = ReuseMarginOf(config_.planner);
   if (!margin.ok()) return ConfigFailure(margin.status().message());
-  opts.reuse_margin = *margin;
+  opts.reuse_margin = margin->one_gpu;
+  opts.reuse_margin_several_gpus = margin->several_gpus;
   // The reloadable policy is applied by SetPolicy below, so that a profile
   // this node does not offer is reported as the config mistake it is.
   StatusOr<std::unique_ptr<engine::Manager>> mgr = engine::Manager::Create(

@@ -62,10 +62,11 @@ StatusOr<std::shared_ptr<planner::ValueService>> MakeValueService(
 // ParseReuseMargin's range.
 static_assert(planner::kMaxReuseMargin == 1000);
 
-StatusOr<std::optional<double>> ReuseMarginOf(const PlannerConfig& config) {
-  StatusOr<std::optional<double>> margin = ParseReuseMargin(config.reuse_margin);
-  if (!margin.ok()) return KeyError("planner.reuseMargin", margin.status());
-  return margin;
+StatusOr<planner::ReuseMargins> ReuseMarginOf(const PlannerConfig& config) {
+  StatusOr<ReuseMarginSetting> setting = ParseReuseMargin(config.reuse_margin);
+  if (!setting.ok()) return KeyError("planner.reuseMargin", setting.status());
+  if (setting->automatic) return planner::ParseReuseMargin("auto");
+  return planner::ReuseMargins{setting->margin, setting->margin};
 }
 
 }  // namespace migd::daemon

@@ -15,6 +15,7 @@
 
 #include "base/status.h"
 #include "daemon/config.h"
+#include "planner/planner.h"
 #include "planner/solve_executor.h"
 #include "planner/value_service.h"
 
@@ -32,10 +33,10 @@ StatusOr<planner::ValueOptions> ValueOptionsOf(const PlannerConfig& config);
 StatusOr<std::shared_ptr<planner::ValueService>> MakeValueService(
     const PlannerConfig& config, std::unique_ptr<planner::SolveExecutor> executor);
 
-// planner.reuseMargin as planner::PlannerOptions::reuse_margin
-// (engine::ManagerOptions::reuse_margin; "off": none); kInvalidArgument
-// naming the key.
-StatusOr<std::optional<double>> ReuseMarginOf(const PlannerConfig& config);
+// planner.reuseMargin as planner::PlannerOptions::reuse_margin and
+// reuse_margin_several_gpus (engine::ManagerOptions' fields of those names);
+// kInvalidArgument naming the key.
+StatusOr<planner::ReuseMargins> ReuseMarginOf(const PlannerConfig& config);
 
 }  // namespace migd::daemon
 

@@ -51,9 +51,10 @@ TEST(PlannerConfigTest, DefaultsAreValueOptionsDefaults) {
   EXPECT_EQ(c.planner.multi_gpu, "tie-break");
   EXPECT_EQ(c.planner.half_life_arrivals, "2000");
   EXPECT_EQ(c.planner.min_arrivals, "50");
-  EXPECT_EQ(c.planner.reuse_margin, "0");
-  MIGD_ASSERT_OK_AND_ASSIGN(std::optional<double> margin, ReuseMarginOf(c.planner));
-  EXPECT_EQ(margin, 0.0);
+  EXPECT_EQ(c.planner.reuse_margin, "auto");
+  MIGD_ASSERT_OK_AND_ASSIGN(planner::ReuseMargins margin, ReuseMarginOf(c.planner));
+  MIGD_ASSERT_OK_AND_ASSIGN(planner::ReuseMargins automatic, planner::ParseReuseMargin("auto"));
+  EXPECT_EQ(margin, automatic);
   MIGD_ASSERT_OK_AND_ASSIGN(planner::ValueOptions o, ValueOptionsOf(c.planner));
   const planner::ValueOptions d;
   EXPECT_EQ(o.objective, d.objective);
@@ -108,21 +109,25 @@ TEST(PlannerConfigTest, BadDriftThresholdIsAConfigError) {
 }
 
 TEST(PlannerConfigTest, ReuseMarginIsParsed) {
-  for (const auto& [text, want] : std::vector<std::pair<const char*, std::optional<double>>>{
-           {"off", std::nullopt}, {"0", 0.0}, {"0.05", 0.05}, {"1000", 1000.0}}) {
+  for (const auto& [text, want] : std::vector<std::pair<const char*, planner::ReuseMargins>>{
+           {"off", {}},
+           {"0", {0.0, 0.0}},
+           {"0.05", {0.05, 0.05}},
+           {"1000", {1000.0, 1000.0}},
+           {"auto", {0.0, planner::kAutoReuseMarginSeveralGpus}}}) {
     MIGD_ASSERT_OK_AND_ASSIGN(Config c, Parse(std::string("planner: {reuseMargin: ") + text + "}"));
-    MIGD_ASSERT_OK_AND_ASSIGN(std::optional<double> m, ReuseMarginOf(c.planner));
+    MIGD_ASSERT_OK_AND_ASSIGN(planner::ReuseMargins m, ReuseMarginOf(c.planner));
     EXPECT_EQ(m, want) << text;
   }
 }
 
 TEST(PlannerConfigTest, BadReuseMarginIsAConfigError) {
-  for (const char* bad : {"-0.1", "1000.5", "nan", "inf", "some", "[0.1]"}) {
+  for (const char* bad : {"-0.1", "1000.5", "nan", "inf", "some", "AUTO", "[0.1]"}) {
     const std::string yaml = std::string("planner: {reuseMargin: ") + bad + "}";
     EXPECT_THAT(ErrorOf(yaml), HasSubstr("planner.reuseMargin")) << bad;
   }
   EXPECT_THAT(ErrorOf("planner: {reuseMargin: -1}"),
-              HasSubstr("\"-1\" is not a reuse margin (use off or a number from 0 to 1000)"));
+              HasSubstr("\"-1\" is not a reuse margin (use auto, off or a number from 0 to 1000)"));
   PlannerConfig c = Defaults();
   c.reuse_margin = "2000";  // not through validation
   EXPECT_THAT(ReuseMarginOf(c).status(),

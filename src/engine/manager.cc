@@ -58,8 +58,10 @@ Manager::Manager(ManagerOptions options, driver::GpuDriver& driver, store::Recor
       allocator_(std::make_unique<Allocator>(
           *registry_, *gpus_, *policy_, *executor_, *journal_, clock,
           options_.demand_half_life_seconds,
-          planner::PlannerOptions{.values = options_.values,
-                                  .reuse_margin = options_.reuse_margin})),
+          planner::PlannerOptions{
+              .values = options_.values,
+              .reuse_margin = options_.reuse_margin,
+              .reuse_margin_several_gpus = options_.reuse_margin_several_gpus})),
       rediscovery_(std::make_unique<Rediscovery>(options_, driver, *journal_, *registry_, *gpus_,
                                                  observer_, clock)),
       reconciler_(std::make_unique<Reconciler>(*registry_, *gpus_, *policy_, *executor_,
@@ -86,10 +88,11 @@ StatusOr<std::unique_ptr<Manager>> Manager::Create(ManagerOptions options,
   if (options.reconcile_interval <= Clock::Duration::zero()) {
     return InvalidArgumentError("ManagerOptions.reconcile_interval must be positive");
   }
-  if (options.reuse_margin.has_value()) {
-    if (Status s = planner::CheckReuseMargin(*options.reuse_margin); !s.ok()) {
-      return s.WithContext("ManagerOptions.reuse_margin");
-    }
+  for (const auto& [margin, name] :
+       {std::pair(options.reuse_margin, "ManagerOptions.reuse_margin"),
+        std::pair(options.reuse_margin_several_gpus, "ManagerOptions.reuse_margin_several_gpus")}) {
+    if (!margin.has_value()) continue;
+    if (Status s = planner::CheckReuseMargin(*margin); !s.ok()) return s.WithContext(name);
   }
   MIGD_ASSIGN_OR_RETURN(std::unique_ptr<store::GpuMarkStore> gpu_marks,
                         store::GpuMarkStore::Open(store.dir(), options.boot_id, clock));

@@ -74,9 +74,11 @@ struct ManagerOptions {
   // the service's executor, never on an Allocate. Shared: the caller starts
   // and stops the service (ValueService::Start/Stop).
   std::shared_ptr<planner::ValueService> values;
-  // planner::PlannerOptions::reuse_margin (planner.reuseMargin); Manager::Create
-  // refuses a value planner::CheckReuseMargin refuses.
+  // planner::PlannerOptions::reuse_margin and reuse_margin_several_gpus
+  // (planner.reuseMargin, planner::ParseReuseMargin); Manager::Create refuses
+  // a value planner::CheckReuseMargin refuses.
   std::optional<double> reuse_margin;
+  std::optional<double> reuse_margin_several_gpus;
 };
 
 // One requested instance; see planner::InstanceRequest.

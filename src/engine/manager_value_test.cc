@@ -4,6 +4,7 @@
 // and every Allocate that reaches the planner is one arrival.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <memory>
 #include <optional>
 #include <string>
@@ -23,19 +24,20 @@ using ::migd::engine::testing::Spec;
 
 class ManagerValuePolicyTest : public testing::FakeHardwareTest {
  protected:
-  void StartWithValues(planner::ValueOptions o = {}) {
+  void StartWithValues(planner::ValueOptions o = {}, const char* machine = "h100-80gb:1") {
     auto e = std::make_unique<planner::ManualExecutor>();
     executor_ = e.get();
     values_ = std::make_shared<planner::ValueService>(o, std::move(e));
     opts_.values = values_;
-    Machine("h100-80gb:1");
+    Machine(machine);
     Start();
   }
-  // The plan for one more 1g after a 1g allocated at 6:1 was released, with
-  // the worked example's values solved.
-  StatusOr<planner::Plan> PlanBesideAnIdle1gAt6(std::optional<double> reuse_margin) {
+  // The plan for one more 1g after a 1g allocated at 6:1 of GPU 0 was
+  // released, with the worked example's values solved.
+  StatusOr<planner::Plan> PlanBesideAnIdle1gAt6(std::optional<double> reuse_margin,
+                                                const char* machine = "h100-80gb:1") {
     opts_.reuse_margin = reuse_margin;
-    StartWithValues();
+    StartWithValues({}, machine);
     StatusOr<Allocation> a =
         mgr_->Allocate(OpaqueReq("r1", {Spec("1g.10gb", 0, mig::Placement{6, 1})}));
     if (!a.ok()) return a.status();
@@ -157,6 +159,30 @@ TEST_F(ManagerValuePolicyTest, AReuseMarginOutOfRangeIsRefused) {
   EXPECT_TRUE(IsInvalidArgument(m.status()));
   EXPECT_NE(m.status().message().find("ManagerOptions.reuse_margin"), std::string::npos)
       << m.status();
+  opts_.reuse_margin = 0;
+  opts_.reuse_margin_several_gpus = std::nan("");
+  m = Make();
+  EXPECT_TRUE(IsInvalidArgument(m.status()));
+  EXPECT_NE(m.status().message().find("ManagerOptions.reuse_margin_several_gpus"),
+            std::string::npos)
+      << m.status();
+}
+
+// ManagerOptions::reuse_margin_several_gpus reaches the planner and decides
+// on a node of two GPUs, where reuse_margin (unset) does not.
+TEST_F(ManagerValuePolicyTest, ASeveralGpuReuseMarginReachesThePlannerOnTwoGpus) {
+  opts_.reuse_margin_several_gpus = 1000;
+  MIGD_ASSERT_OK_AND_ASSIGN(planner::Plan p, PlanBesideAnIdle1gAt6(std::nullopt, "h100-80gb:2"));
+  EXPECT_TRUE(p.stats.value_policy);
+  EXPECT_EQ(p.instances[0].stage, planner::Stage::kReuse);
+  EXPECT_EQ(p.instances[0].gpu, GpuIndex(0));
+  EXPECT_EQ(p.instances[0].placement, (mig::Placement{6, 1}));
+}
+
+TEST_F(ManagerValuePolicyTest, WithoutASeveralGpuMarginTwoGpusFollowTheCostOrder) {
+  MIGD_ASSERT_OK_AND_ASSIGN(planner::Plan p, PlanBesideAnIdle1gAt6(std::nullopt, "h100-80gb:2"));
+  EXPECT_TRUE(p.stats.value_policy);
+  EXPECT_NE(p.instances[0].stage, planner::Stage::kReuse);
 }
 
 }  // namespace

@@ -125,16 +125,17 @@ Status CheckReuseMargin(double margin) {
   return InvalidArgumentError(buf);
 }
 
-StatusOr<std::optional<double>> ParseReuseMargin(std::string_view text) {
-  if (text == "off") return std::optional<double>();
+StatusOr<ReuseMargins> ParseReuseMargin(std::string_view text) {
+  if (text == "off") return ReuseMargins{};
+  if (text == "auto") return ReuseMargins{0.0, kAutoReuseMarginSeveralGpus};
   const std::string s(text);
   char* end = nullptr;
   const double v = s.empty() ? -1 : std::strtod(s.c_str(), &end);
   if (s.empty() || end != s.c_str() + s.size()) {
-    return InvalidArgumentError("reuse margin \"" + s + "\" is not off or a number");
+    return InvalidArgumentError("reuse margin \"" + s + "\" is not auto, off or a number");
   }
   MIGD_RETURN_IF_ERROR(CheckReuseMargin(v));
-  return std::optional<double>(v);
+  return ReuseMargins{v, v};
 }
 
 // ---------------------------------------------------------------------------
@@ -185,8 +186,14 @@ StatusOr<internal_planner::Canonical> Planner::Prepare(
   StatusOr<internal_planner::Canonical> canon =
       internal_planner::Canonicalise(input, [this](const mig::GpuModel& m) { return TableFor(m); });
   if (!canon.ok()) return canon;
-  const std::optional<double> margin = options_.reuse_margin;
-  if (margin.has_value()) MIGD_RETURN_IF_ERROR(CheckReuseMargin(*margin));
+  for (const std::optional<double>& m :
+       {options_.reuse_margin, options_.reuse_margin_several_gpus}) {
+    if (m.has_value()) MIGD_RETURN_IF_ERROR(CheckReuseMargin(*m));
+  }
+  const std::optional<double> margin =
+      canon->gpus.size() > 1 && options_.reuse_margin_several_gpus.has_value()
+          ? options_.reuse_margin_several_gpus
+          : options_.reuse_margin;
   if (options_.values != nullptr &&
       internal_planner::AttachValues(*options_.values, *canon, keep) && margin.has_value()) {
     canon->reuse_margin = std::llround(*margin * static_cast<double>(kValueScale));

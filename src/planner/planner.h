@@ -253,13 +253,27 @@ struct PlannerOptions {
   // order. MakePlan and RankPlacements return CheckReuseMargin's error for a
   // value it refuses.
   std::optional<double> reuse_margin;
+  // Calls over several GPUs use this margin instead, when set: there the
+  // values are a per-GPU approximation (docs/planner.md, "Reuse margin").
+  std::optional<double> reuse_margin_several_gpus;
 };
 inline constexpr double kMaxReuseMargin = 1000;
 // kInvalidArgument naming the value unless it is a number in 0..kMaxReuseMargin.
 Status CheckReuseMargin(double margin);
-// A command-line reuse margin: "off" (none) or a number CheckReuseMargin
-// accepts; kInvalidArgument naming the text otherwise.
-StatusOr<std::optional<double>> ParseReuseMargin(std::string_view text);
+
+// planner.reuseMargin resolved for the two kinds of call.
+struct ReuseMargins {
+  std::optional<double> one_gpu;       // PlannerOptions::reuse_margin
+  std::optional<double> several_gpus;  // PlannerOptions::reuse_margin_several_gpus
+  friend bool operator==(const ReuseMargins&, const ReuseMargins&) = default;
+};
+// "auto" (the default): 0 on one GPU, where the values are exact, and this
+// on several, where a margin this small gives up no measured acceptance.
+inline constexpr double kAutoReuseMarginSeveralGpus = 0.1;
+// A configured reuse margin: "auto", "off" (none) or a number CheckReuseMargin
+// accepts (the same on every node); kInvalidArgument naming the text
+// otherwise.
+StatusOr<ReuseMargins> ParseReuseMargin(std::string_view text);
 
 class Planner {
  public:

@@ -219,7 +219,7 @@ std::unique_ptr<Planner> CasePlanner(const CrossCheckCase& c,
   for (const mig::GiProfile* p : profiles) mix[p->name] = 1;
   service->Prime(mix, 0.9, {&Model(c.model)});
   e->RunPending();
-  return std::make_unique<Planner>(PlannerOptions{service, std::nullopt});
+  return std::make_unique<Planner>(PlannerOptions{service, std::nullopt, std::nullopt});
 }
 
 TEST_P(CrossCheckTest, PlansExactlyWhenAPlanExists) {

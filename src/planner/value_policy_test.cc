@@ -38,13 +38,15 @@ struct ValuePlanner {
   explicit ValuePlanner(const DemandWeights& mix, double load = 0.9,
                         Objective objective = Objective::kCount,
                         const std::vector<const char*>& models = {"h100-80gb"},
-                        std::optional<double> reuse_margin = std::nullopt) {
+                        std::optional<double> reuse_margin = std::nullopt,
+                        std::optional<double> reuse_margin_several_gpus = std::nullopt) {
     auto e = std::make_unique<ManualExecutor>();
     executor = e.get();
     ValueOptions o;
     o.objective = objective;
     service = std::make_shared<ValueService>(o, std::move(e));
-    planner = std::make_unique<Planner>(PlannerOptions{service, reuse_margin});
+    planner =
+        std::make_unique<Planner>(PlannerOptions{service, reuse_margin, reuse_margin_several_gpus});
     std::vector<const mig::GpuModel*> ms;
     for (const char* m : models) ms.push_back(&Model(m));
     service->Prime(mix, load, ms);
@@ -66,7 +68,7 @@ size_t Index(const char* name) {
 TEST(ValuePolicyTest, CostOrderUntilTheFirstSolve) {
   auto e = std::make_unique<ManualExecutor>();
   auto service = std::make_shared<ValueService>(ValueOptions{}, std::move(e));
-  Planner with(PlannerOptions{service, std::nullopt});
+  Planner with(PlannerOptions{service, std::nullopt, std::nullopt});
   Planner without;
   const PlanInput in =
       Input({Gpu(0, "h100-80gb", {Active("3g.40gb", "0:4", "a")})}, {Any("1g.10gb")}, kUniform);
@@ -208,16 +210,23 @@ TEST(ValuePolicyTest, UnderAReuseMarginOnlyTheNodeTermAndTheValueDecide) {
 // Idle 2g under it, over handing out the Idle 1g at 1:0:1; with margin 0
 // the values decide (no less value given up by the create) and the Idle 1g
 // is reused: no destroy, no create.
+// One 1g.10gb asked of two H100s full of Idle instances: GPU 0 holds Idle
+// 2g, 2g, 3g; GPU 1 an Active 1g at 6:1 and Idle 2g, 1g (key "e" at 0:1), 2g
+// and 1g. The pinned loss prefers a create at 4:1 that reclaims "f".
+PlanInput TwoGpusWithIdle1gsOnTheSecond() {
+  return Input({Gpu(0, "h100-80gb",
+                    {Idle("2g.20gb", "0:2", "a", 1), Idle("2g.20gb", "2:2", "b", 1),
+                     Idle("3g.40gb", "4:4", "c", 1)}),
+                Gpu(1, "h100-80gb",
+                    {Active("1g.10gb", "6:1", "x"), Idle("2g.20gb", "2:2", "d", 1),
+                     Idle("1g.10gb", "0:1", "e", 1), Idle("2g.20gb", "4:2", "f", 1),
+                     Idle("1g.10gb", "1:1", "g", 1)})},
+               {Any("1g.10gb")});
+}
+
 TEST(ValuePolicyTest, OnSeveralGpusAReuseMarginKeepsTheIdleInstanceThePinnedLossPassesOver) {
   const DemandWeights mix = {{"1g.10gb", 6}, {"2g.20gb", 3}, {"3g.40gb", 1}};
-  const PlanInput in = Input({Gpu(0, "h100-80gb",
-                                  {Idle("2g.20gb", "0:2", "a", 1), Idle("2g.20gb", "2:2", "b", 1),
-                                   Idle("3g.40gb", "4:4", "c", 1)}),
-                              Gpu(1, "h100-80gb",
-                                  {Active("1g.10gb", "6:1", "x"), Idle("2g.20gb", "2:2", "d", 1),
-                                   Idle("1g.10gb", "0:1", "e", 1), Idle("2g.20gb", "4:2", "f", 1),
-                                   Idle("1g.10gb", "1:1", "g", 1)})},
-                             {Any("1g.10gb")});
+  const PlanInput in = TwoGpusWithIdle1gsOnTheSecond();
   ValuePlanner off(mix, 0.7);
   MIGD_ASSERT_OK_AND_ASSIGN(Plan a, off.planner->MakePlan(in));
   EXPECT_TRUE(a.stats.value_policy);
@@ -237,6 +246,32 @@ TEST(ValuePolicyTest, OnSeveralGpusAReuseMarginKeepsTheIdleInstanceThePinnedLoss
                             zero.planner->RankPlacements(in, "1g.10gb"));
   ASSERT_FALSE(ranked.empty());
   EXPECT_EQ(ranked.front().reuse_key, "e");
+}
+
+// reuse_margin_several_gpus decides on calls over several GPUs, reuse_margin
+// on one: the two-GPU case above reuses under a several-GPU margin of 0 with
+// no one-GPU margin, and a one-GPU call ignores a several-GPU margin.
+TEST(ValuePolicyTest, TheSeveralGpuMarginDecidesOnlyCallsOverSeveralGpus) {
+  const DemandWeights mix = {{"1g.10gb", 6}, {"2g.20gb", 3}, {"3g.40gb", 1}};
+  const PlanInput two = TwoGpusWithIdle1gsOnTheSecond();
+  ValuePlanner several(mix, 0.7, Objective::kCount, {"h100-80gb"}, std::nullopt, 0.0);
+  MIGD_ASSERT_OK_AND_ASSIGN(Plan a, several.planner->MakePlan(two));
+  EXPECT_EQ(a.instances[0].stage, Stage::kReuse);
+  EXPECT_EQ(a.instances[0].reuse_key, "e");
+  // One GPU: the values would create at 0:1 beside an Idle 1g at 6:1
+  // (docs/planner.md's worked example); a margin of 1000 for several GPUs
+  // does not reach this call, the same margin for one GPU does.
+  const DemandWeights worked = {{"1g.10gb", 4}, {"2g.20gb", 2}, {"3g.40gb", 1}};
+  const PlanInput one =
+      Input({Gpu(0, "h100-80gb", {Idle("1g.10gb", "6:1", "i6", 1)})}, {Any("1g.10gb")});
+  ValuePlanner only_several(worked, 0.9, Objective::kCount, {"h100-80gb"}, std::nullopt, 1000.0);
+  MIGD_ASSERT_OK_AND_ASSIGN(Plan b, only_several.planner->MakePlan(one));
+  EXPECT_EQ(b.instances[0].stage, Stage::kFree);
+  EXPECT_EQ(b.instances[0].placement, (mig::Placement{0, 1}));
+  ValuePlanner only_one(worked, 0.9, Objective::kCount, {"h100-80gb"}, 1000.0, std::nullopt);
+  MIGD_ASSERT_OK_AND_ASSIGN(Plan c, only_one.planner->MakePlan(one));
+  EXPECT_EQ(c.instances[0].stage, Stage::kReuse);
+  EXPECT_EQ(c.instances[0].reuse_key, "i6");
 }
 
 // A random walk of allocations and releases on two GPUs under margin 0:
@@ -286,7 +321,7 @@ TEST(ValuePolicyTest, UnderAReuseMarginNoPlanRecreatesAnIdleInstance) {
 TEST(ValuePolicyTest, ReuseMarginIsIgnoredUnderTheCostOrder) {
   auto e = std::make_unique<ManualExecutor>();
   auto service = std::make_shared<ValueService>(ValueOptions{}, std::move(e));
-  Planner with(PlannerOptions{service, 5.0});
+  Planner with(PlannerOptions{service, 5.0, std::nullopt});
   Planner without;
   const PlanInput in =
       Input({Gpu(0, "h100-80gb", {Idle("1g.10gb", "2:1", "i2", 1), Active("3g.40gb", "4:4", "a")})},
@@ -297,15 +332,17 @@ TEST(ValuePolicyTest, ReuseMarginIsIgnoredUnderTheCostOrder) {
   EXPECT_EQ(PlanToJson(a), PlanToJson(b));
 }
 
-TEST(ValuePolicyTest, ReuseMarginTextIsOffOrANumberInRange) {
-  MIGD_ASSERT_OK_AND_ASSIGN(std::optional<double> off, ParseReuseMargin("off"));
-  EXPECT_FALSE(off.has_value());
-  MIGD_ASSERT_OK_AND_ASSIGN(std::optional<double> m, ParseReuseMargin("0.25"));
-  EXPECT_EQ(m, 0.25);
-  MIGD_ASSERT_OK_AND_ASSIGN(std::optional<double> zero, ParseReuseMargin("0"));
-  EXPECT_EQ(zero, 0.0);
-  for (const char* bad : {"", "Off", "0.1x", "-1", "1001", "nan", "inf"}) {
-    StatusOr<std::optional<double>> r = ParseReuseMargin(bad);
+TEST(ValuePolicyTest, ReuseMarginTextIsAutoOffOrANumberInRange) {
+  MIGD_ASSERT_OK_AND_ASSIGN(ReuseMargins automatic, ParseReuseMargin("auto"));
+  EXPECT_EQ(automatic, (ReuseMargins{0.0, kAutoReuseMarginSeveralGpus}));
+  MIGD_ASSERT_OK_AND_ASSIGN(ReuseMargins off, ParseReuseMargin("off"));
+  EXPECT_EQ(off, ReuseMargins{});
+  MIGD_ASSERT_OK_AND_ASSIGN(ReuseMargins m, ParseReuseMargin("0.25"));
+  EXPECT_EQ(m, (ReuseMargins{0.25, 0.25}));
+  MIGD_ASSERT_OK_AND_ASSIGN(ReuseMargins zero, ParseReuseMargin("0"));
+  EXPECT_EQ(zero, (ReuseMargins{0.0, 0.0}));
+  for (const char* bad : {"", "Off", "Auto", "0.1x", "-1", "1001", "nan", "inf"}) {
+    StatusOr<ReuseMargins> r = ParseReuseMargin(bad);
     EXPECT_TRUE(IsInvalidArgument(r.status())) << bad;
     EXPECT_THAT(r.status().message(), ::testing::HasSubstr("reuse margin")) << bad;
   }
@@ -315,12 +352,15 @@ TEST(ValuePolicyTest, ReuseMarginOutOfRangeIsRefused) {
   const PlanInput in = Input({Gpu(0, "h100-80gb")}, {Any("1g.10gb")}, kUniform);
   for (const double bad :
        {-0.5, kMaxReuseMargin * 2, std::nan(""), std::numeric_limits<double>::infinity()}) {
-    Planner p(PlannerOptions{nullptr, bad});
+    Planner p(PlannerOptions{nullptr, bad, std::nullopt});
     StatusOr<Plan> plan = p.MakePlan(in);
     EXPECT_TRUE(IsInvalidArgument(plan.status())) << bad;
     EXPECT_THAT(plan.status().message(), ::testing::HasSubstr("reuse margin")) << bad;
     EXPECT_TRUE(IsInvalidArgument(p.RankPlacements(in, "1g.10gb").status())) << bad;
     EXPECT_EQ(p.counters().invalid, 1u);
+    // A bad several-GPU margin is refused on every call, one GPU too.
+    Planner q(PlannerOptions{nullptr, std::nullopt, bad});
+    EXPECT_TRUE(IsInvalidArgument(q.MakePlan(in).status())) << bad;
   }
 }
 

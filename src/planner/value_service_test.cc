@@ -311,7 +311,7 @@ TEST(ValueServiceTest, BackgroundSolvePublishesForLaterDecisions) {
   exec->cv = &cv;
   exec->done = &published;
   auto service = std::make_shared<ValueService>(ValueOptions{}, std::move(exec));
-  Planner planner(PlannerOptions{service, std::nullopt});
+  Planner planner(PlannerOptions{service, std::nullopt, std::nullopt});
   const PlanInput in = Input({Gpu(0, "h100-80gb")}, {Any("1g.10gb")});
   service->Prime({{"1g.10gb", 1}, {"3g.40gb", 1}}, 0.9, {&Model("h100-80gb")});
   {

@@ -7,24 +7,40 @@
 #include <unordered_map>
 #include <utility>
 
+#include "base/status_macros.h"
 #include "bench/latency/repack.h"
 #include "mig/catalog.h"
 
 namespace migd::bench::latency {
 
-StatusOr<BoundProblem> MakeBoundProblem(const GpuTable& table, const Workload& w,
-                                        const std::set<int64_t>& skip) {
-  BoundProblem bp;
-  bp.table = &table;
+StatusOr<int> WorkloadGpus(const GpuTable& table, const Workload& w) {
   const size_t colon = w.gpus.find(':');
   if (colon == std::string::npos || w.gpus.substr(0, colon) != table.model().key) {
     return InvalidArgumentError("workload " + w.name + " runs on '" + w.gpus +
                                 "', not on the table's model " + table.model().key);
   }
-  bp.gpus = std::atoi(w.gpus.c_str() + colon + 1);
-  if (bp.gpus < 1 || bp.gpus > 8) {
+  const int gpus = std::atoi(w.gpus.c_str() + colon + 1);
+  if (gpus < 1 || gpus > 8) {
     return InvalidArgumentError("workload " + w.name + ": 1..8 GPUs, got '" + w.gpus + "'");
   }
+  return gpus;
+}
+
+StatusOr<int> WorkloadClass(const GpuTable& table, const Workload& w, const std::string& name) {
+  const mig::GiProfile* gi = table.model().FindProfileByName(name);
+  const int c = gi == nullptr ? -1 : table.FindProfile(ProfileClassKey(*gi));
+  if (c < 0) {
+    return InvalidArgumentError("workload " + w.name + ": profile " + name +
+                                " is not a class of the " + table.model().key + " table");
+  }
+  return c;
+}
+
+StatusOr<BoundProblem> MakeBoundProblem(const GpuTable& table, const Workload& w,
+                                        const std::set<int64_t>& skip) {
+  BoundProblem bp;
+  bp.table = &table;
+  MIGD_ASSIGN_OR_RETURN(bp.gpus, WorkloadGpus(table, w));
   std::map<std::string, int> class_of;
   for (const Op& op : w.ops) {
     if (skip.count(op.id) != 0) continue;
@@ -34,12 +50,7 @@ StatusOr<BoundProblem> MakeBoundProblem(const GpuTable& table, const Workload& w
     for (const std::string& name : op.profiles) {
       auto it = class_of.find(name);
       if (it == class_of.end()) {
-        const mig::GiProfile* gi = table.model().FindProfileByName(name);
-        const int c = gi == nullptr ? -1 : table.FindProfile(ProfileClassKey(*gi));
-        if (c < 0) {
-          return InvalidArgumentError("workload " + w.name + ": profile " + name +
-                                      " is not a class of the " + table.model().key + " table");
-        }
+        MIGD_ASSIGN_OR_RETURN(const int c, WorkloadClass(table, w, name));
         it = class_of.emplace(name, c).first;
       }
       e.classes.push_back(it->second);

@@ -70,6 +70,12 @@ struct BoundProblem {
   uint64_t instances = 0;          // instances they ask for
 };
 
+// The GPU count of `w` (w.gpus is "<model>:<n>" with the table's model, n in
+// 1..8) and the table class of profile `name`; kInvalidArgument naming the
+// workload otherwise.
+StatusOr<int> WorkloadGpus(const GpuTable& table, const Workload& w);
+StatusOr<int> WorkloadClass(const GpuTable& table, const Workload& w, const std::string& name);
+
 // Builds the problem of `w` on `table` (w.gpus must be "<model>:<n>" with the
 // table's model), leaving out the allocations in `skip` (with their
 // releases): those a policy could not serve. kInvalidArgument for a profile

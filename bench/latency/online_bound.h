@@ -76,7 +76,6 @@ class OnlineModel {
                                      size_t max_states = 2'000'000);
 
   size_t num_states() const { return states_.size(); }
-  double arrival_rate() const { return total_rate_; }
 
   // kInvalidArgument for a negative price or a non-positive tolerance.
   StatusOr<OnlineSolution> Solve(const OnlineSolveOptions& options) const;

@@ -123,15 +123,13 @@ Matrix Multiply(const Matrix& a, const Matrix& b) {
 double ExhaustiveBest(double load7, double load3, double price) {
   const double lambda[2] = {load7, load3};
   const double total = load7 + load3;
-  const double nu = total + 3;             // at most two Active instances
-  std::vector<std::pair<int, int>> slots;  // (state, class) with a choice
-  std::vector<int> sizes;
+  const double nu = total + 3;  // at most two Active instances
+  std::vector<int> sizes;       // choices per (state, class), index state * 2 + class
   for (int s = 0; s < Tiny::kStates; ++s)
     for (int c = 0; c < 2; ++c) {
-      slots.push_back({s, c});
       sizes.push_back(static_cast<int>(Tiny::Options(s, c).size()) + 1);  // + refuse
     }
-  std::vector<int> pick(slots.size(), 0);
+  std::vector<int> pick(sizes.size(), 0);
   double best = std::numeric_limits<double>::infinity();
   while (true) {
     Matrix p{};

@@ -134,14 +134,19 @@ StatusOr<std::vector<Workload>> Workloads(const BenchConfig& cfg) {
   return out;
 }
 
+// The table both churn bounds run on (the workloads run on H100-80GB).
+StatusOr<GpuTable> H100Table() {
+  const mig::GpuModel* h100 = mig::Catalog::Default().FindModel("h100-80gb");
+  if (h100 == nullptr) return InternalError("h100-80gb missing from the catalogue");
+  return GpuTable::Build(*h100, false);
+}
+
 // The bound table row of one workload: on the allocations every policy
 // served (a bound for serving a set is one for any superset of it).
 Status BoundRow(const BenchConfig& cfg, const WorkloadRun& run, std::ostream& md) {
   std::set<int64_t> skip;
   for (const auto& r : run.results) skip.insert(r.failed_ids.begin(), r.failed_ids.end());
-  const mig::GpuModel* h100 = mig::Catalog::Default().FindModel("h100-80gb");
-  if (h100 == nullptr) return InternalError("h100-80gb missing from the catalogue");
-  MIGD_ASSIGN_OR_RETURN(GpuTable table, GpuTable::Build(*h100, false));
+  MIGD_ASSIGN_OR_RETURN(GpuTable table, H100Table());
   MIGD_ASSIGN_OR_RETURN(BoundProblem bp, MakeBoundProblem(table, run.workload, skip));
   Stopwatch sw;
   MIGD_ASSIGN_OR_RETURN(RelaxedResult lb, RelaxedLowerBound(bp));
@@ -180,29 +185,25 @@ Status OnlineRow(const WorkloadRun& run, std::ostream& md) {
   const Workload& w = run.workload;
   const PolicyResult* lazy = Find(run, Policy::kLazy);
   if (w.markov_load.empty() || lazy == nullptr) return OkStatus();
-  const mig::GpuModel* h100 = mig::Catalog::Default().FindModel("h100-80gb");
-  if (h100 == nullptr) return InternalError("h100-80gb missing from the catalogue");
-  MIGD_ASSIGN_OR_RETURN(GpuTable table, GpuTable::Build(*h100, false));
+  MIGD_ASSIGN_OR_RETURN(GpuTable table, H100Table());
   std::vector<double> load(static_cast<size_t>(table.num_profiles()), 0.0);
   for (const auto& [name, l] : w.markov_load) {
-    const mig::GiProfile* gi = table.model().FindProfileByName(name);
-    const int c = gi == nullptr ? -1 : table.FindProfile(ProfileClassKey(*gi));
-    if (c < 0) return InvalidArgumentError("online bound: no class for profile " + name);
+    MIGD_ASSIGN_OR_RETURN(const int c, WorkloadClass(table, w, name));
     load[static_cast<size_t>(c)] = l;
   }
-  const int gpus = std::atoi(w.gpus.c_str() + w.gpus.find(':') + 1);
+  MIGD_ASSIGN_OR_RETURN(const int gpus, WorkloadGpus(table, w));
   Stopwatch sw;
   MIGD_ASSIGN_OR_RETURN(OnlineModel model, OnlineModel::Build(table, gpus, load));
   const uint64_t requests = lazy->allocations + lazy->failures;
   const double r = requests == 0 ? 0 : double(lazy->failures) / double(requests);
-  MIGD_ASSIGN_OR_RETURN(CreatesBound b, model.CreatesLowerBound(
-                                           r, {std::begin(kOnlinePrices), std::end(kOnlinePrices)}, {}));
+  MIGD_ASSIGN_OR_RETURN(
+      CreatesBound b,
+      model.CreatesLowerBound(r, {std::begin(kOnlinePrices), std::end(kOnlinePrices)}, {}));
   const double served = 1000.0 / (1.0 - r);  // per 1,000 served allocations
   const double lb = b.creates * served;
-  md << "| " << w.name << " | " << fmt::format("{:.4f}", r) << " | "
-     << fmt::format("{:.1f}", lb) << " | " << fmt::format("{:g}", b.price) << " | "
-     << fmt::format("{:.1f} / {:.4f}", b.at.creates * 1000 / (1 - b.at.refusals),
-                    b.at.refusals)
+  md << "| " << w.name << " | " << fmt::format("{:.4f}", r) << " | " << fmt::format("{:.1f}", lb)
+     << " | " << fmt::format("{:g}", b.price) << " | "
+     << fmt::format("{:.1f} / {:.4f}", b.at.creates * 1000 / (1 - b.at.refusals), b.at.refusals)
      << " | " << fmt::format("{:.0f}", lazy->CreatesPer1000()) << " | "
      << fmt::format("{:.3f}", lb > 0 ? lazy->CreatesPer1000() / lb : 0) << " | "
      << model.num_states() << " states, " << b.at.sweeps << " sweeps"

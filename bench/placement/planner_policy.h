@@ -44,7 +44,7 @@ struct PlannerPolicyOptions {
   double half_life = 10.0;  // DemandMix half-life in mean lifetimes (0: no decay)
   // planner.reuseMargin, as planner::PlannerOptions::reuse_margin and
   // reuse_margin_several_gpus (the default: "auto"; {} is off).
-  planner::ReuseMargins reuse_margin{0.0, planner::kAutoReuseMarginSeveralGpus};
+  planner::ReuseMargins reuse_margin = planner::kAutoReuseMargins;
   // Time every MakePlan call this many times and keep the fastest (filters
   // preemption on a busy machine; the planner is pure, so repeats return the
   // same plan). 1 = time the single real call.

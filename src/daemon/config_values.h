@@ -46,7 +46,7 @@ std::optional<std::string> Nearest(std::string_view word,
 StatusOr<double> ParseDriftThreshold(std::string_view value);    // finite, 0.01..1
 StatusOr<double> ParseHalfLifeArrivals(std::string_view value);  // finite, 1..1e9
 StatusOr<int64_t> ParseMinArrivals(std::string_view value);      // whole, 1..1000000
-// planner.reuseMargin: "auto" (the planner's default margins, resolved by
+// planner.reuseMargin: "auto" (planner::kAutoReuseMargins, resolved by
 // planner_wiring.h), "off" (no margin) or a number, 0..1000.
 struct ReuseMarginSetting {
   bool automatic = false;

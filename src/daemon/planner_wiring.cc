@@ -65,7 +65,7 @@ static_assert(planner::kMaxReuseMargin == 1000);
 StatusOr<planner::ReuseMargins> ReuseMarginOf(const PlannerConfig& config) {
   StatusOr<ReuseMarginSetting> setting = ParseReuseMargin(config.reuse_margin);
   if (!setting.ok()) return KeyError("planner.reuseMargin", setting.status());
-  if (setting->automatic) return planner::ParseReuseMargin("auto");
+  if (setting->automatic) return planner::kAutoReuseMargins;
   return planner::ReuseMargins{setting->margin, setting->margin};
 }
 

@@ -127,7 +127,7 @@ Status CheckReuseMargin(double margin) {
 
 StatusOr<ReuseMargins> ParseReuseMargin(std::string_view text) {
   if (text == "off") return ReuseMargins{};
-  if (text == "auto") return ReuseMargins{0.0, kAutoReuseMarginSeveralGpus};
+  if (text == "auto") return kAutoReuseMargins;
   const std::string s(text);
   char* end = nullptr;
   const double v = s.empty() ? -1 : std::strtod(s.c_str(), &end);

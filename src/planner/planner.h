@@ -270,6 +270,7 @@ struct ReuseMargins {
 // "auto" (the default): 0 on one GPU, where the values are exact, and this
 // on several, where a margin this small gives up no measured acceptance.
 inline constexpr double kAutoReuseMarginSeveralGpus = 0.1;
+inline constexpr ReuseMargins kAutoReuseMargins{0.0, kAutoReuseMarginSeveralGpus};
 // A configured reuse margin: "auto", "off" (none) or a number CheckReuseMargin
 // accepts (the same on every node); kInvalidArgument naming the text
 // otherwise.
